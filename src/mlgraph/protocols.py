@@ -1,0 +1,92 @@
+"""Evaluation protocols: how one dataset is cut into trials.
+
+Every trial is reproducible from ``(seed, protocol, rate, repetition)`` alone: its random
+generator is seeded with :class:`numpy.random.SeedSequence` on those integers, so two methods
+run with the same seed see exactly the same splits (paired comparisons, Friedman tests), and a
+trial can be re-run on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One train/test split, with the labelled part of the training set.
+
+    ``train`` and ``test`` index the dataset's rows; ``labelled`` is a boolean mask aligned
+    with ``train`` (all True for fully supervised protocols).
+    """
+
+    rate: float
+    repetition: int
+    train: np.ndarray
+    test: np.ndarray
+    labelled: np.ndarray
+
+    @property
+    def step(self) -> int:
+        """The labelling rate in percent, used as the MLflow ``step``."""
+        return int(round(100 * self.rate))
+
+
+def _rng(seed: int, *keys: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([int(seed), *map(int, keys)]))
+
+
+def _check_fraction(value: float, name: str, *, allow_one: bool = True) -> float:
+    value = float(value)
+    upper_ok = value <= 1 if allow_one else value < 1
+    if not (0 < value and upper_ok):
+        bound = "(0, 1]" if allow_one else "(0, 1)"
+        raise ValueError(f"protocol parameter {name}={value} must lie in {bound}")
+    return value
+
+
+def labelling_rate_trials(
+    n_samples: int,
+    rates: Sequence[float],
+    repeats: int,
+    seed: int = 0,
+    test_size: float = 1 / 3,
+    subsample: float | None = None,
+) -> list[Trial]:
+    """The semi-supervised holdout of paper 000 ("Experiment setup").
+
+    For every labelling rate η and repetition: optionally draw a fraction ``subsample`` of the
+    instances (paper 000 uses 10% of mediamill, redrawn per repetition), hold out
+    ``test_size`` of them as out-of-sample test data (1/3 in the paper), and keep the labels of
+    ``round(η · n_train)`` randomly chosen training instances; the rest of the training set is
+    unlabelled. As in the paper, every (rate, repetition) resamples all three parts.
+    """
+    if repeats < 1:
+        raise ValueError(f"protocol.repeats={repeats} must be at least 1")
+    test_size = _check_fraction(test_size, "test_size", allow_one=False)
+    if subsample is not None:
+        subsample = _check_fraction(subsample, "subsample")
+    trials = []
+    for rate in rates:
+        rate = _check_fraction(rate, "rates")
+        for rep in range(repeats):
+            rng = _rng(seed, round(rate * 10_000), rep)
+            pool = np.arange(n_samples)
+            if subsample is not None and subsample < 1:
+                pool = np.sort(rng.choice(n_samples, round(subsample * n_samples), replace=False))
+            order = rng.permutation(pool)
+            n_test = round(test_size * len(order))
+            test, train = np.sort(order[:n_test]), np.sort(order[n_test:])
+            n_labelled = round(rate * len(train))
+            if n_labelled < 1 or n_test < 1:
+                raise ValueError(
+                    f"labelling rate {rate} leaves no labelled training instance "
+                    f"({len(train)} training and {n_test} test instances of {n_samples}); "
+                    "raise protocol.rates or dataset.subsample"
+                )
+            labelled = np.zeros(len(train), dtype=bool)
+            labelled[rng.choice(len(train), n_labelled, replace=False)] = True
+            trials.append(Trial(rate, rep, train, test, labelled))
+    return trials

@@ -1,0 +1,49 @@
+"""The labelling-rate holdout of paper 000."""
+
+import numpy as np
+import pytest
+
+from mlgraph.protocols import labelling_rate_trials
+
+
+def test_sizes_disjointness_and_rates():
+    trials = labelling_rate_trials(300, rates=[0.05, 0.5], repeats=3, seed=7)
+    assert len(trials) == 6
+    for t in trials:
+        assert len(t.test) == 100 and len(t.train) == 200
+        assert np.intersect1d(t.train, t.test).size == 0
+        assert t.labelled.sum() == round(t.rate * 200)
+    assert [t.step for t in trials] == [5, 5, 5, 50, 50, 50]
+
+
+def test_deterministic_per_seed_rate_repetition():
+    a = labelling_rate_trials(120, rates=[0.1, 0.2], repeats=2, seed=3)
+    b = labelling_rate_trials(120, rates=[0.2], repeats=2, seed=3)  # same (seed, rate, rep)
+    for x, y in zip(a[2:], b):
+        np.testing.assert_array_equal(x.train, y.train)
+        np.testing.assert_array_equal(x.labelled, y.labelled)
+    c = labelling_rate_trials(120, rates=[0.1], repeats=2, seed=4)
+    assert not np.array_equal(a[0].test, c[0].test)
+    assert not np.array_equal(a[0].test, a[1].test)  # repetitions resample
+
+
+def test_subsample_redrawn_per_repetition():
+    trials = labelling_rate_trials(1000, rates=[0.5], repeats=2, seed=0, subsample=0.1)
+    sizes = {len(t.train) + len(t.test) for t in trials}
+    assert sizes == {100}
+    pools = [np.union1d(t.train, t.test) for t in trials]
+    assert not np.array_equal(*pools)
+
+
+def test_rate_without_labelled_instance_is_an_error():
+    with pytest.raises(ValueError, match="no labelled"):
+        labelling_rate_trials(12, rates=[0.05], repeats=1)
+
+
+@pytest.mark.parametrize("kwargs, name", [({"rates": [0.0]}, "rates"), ({"rates": [1.5]}, "rates"),
+                                          ({"repeats": 0}, "repeats"), ({"test_size": 1.0}, "test_size"),
+                                          ({"subsample": 0.0}, "subsample")])
+def test_bad_parameters(kwargs, name):
+    args = {"rates": [0.5], "repeats": 1, **kwargs}
+    with pytest.raises(ValueError, match=name):
+        labelling_rate_trials(100, **args)
