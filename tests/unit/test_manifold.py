@@ -1,0 +1,124 @@
+"""ML-MR / ML-MRRW (paper 000, Eq. 19–20) against closed forms and independent computations."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.kernel_ridge import KernelRidge
+
+from mlgraph.graphs import build_graph, laplacian
+from mlgraph.methods import MLMR, MLMRRW
+
+
+def _problem(n=60, d=5, q=3, n_labelled=20, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    Y = (X[:, :q] + 0.3 * rng.normal(size=(n, q)) > 0).astype(np.int8)
+    Y_semi = Y.copy()
+    Y_semi[n_labelled:] = -1
+    X_test = rng.normal(size=(15, d))
+    return X, Y_semi, X_test
+
+
+def _standardise(est, X):
+    return (X - est.mean_) / est.scale_
+
+
+def test_gamma_I_zero_is_kernel_ridge_on_labelled_points():
+    X, Y, X_test = _problem()
+    est = MLMRRW(gamma_A=0.05, gamma_I=0.0, nu1=0.8, nu2=0.3, sigma=2.0).fit(X, Y)
+    lab = (Y != -1).all(axis=1)
+    l = lab.sum()
+    # Θ_u = 0 and (ν1 K_ll + l γ_A I) Θ_l = Y_l: kernel ridge with alpha = l γ_A / ν1.
+    krr = KernelRidge(alpha=l * 0.05 / 0.8, kernel="rbf", gamma=1 / (2 * est.sigma_**2))
+    krr.fit(_standardise(est, X)[lab], 2.0 * Y[lab] - 1)
+    np.testing.assert_allclose(est.decision_function(X_test),
+                               krr.predict(_standardise(est, X_test)), rtol=1e-8, atol=1e-10)
+
+
+def test_unit_reliance_weights_are_ml_mr():
+    X, Y, X_test = _problem(seed=1)
+    a = MLMR(gamma_A=0.01, gamma_I=2.0, sigma=1.5).fit(X, Y)
+    b = MLMRRW(gamma_A=0.01, gamma_I=2.0, sigma=1.5, nu1=1.0, nu2=1.0).fit(X, Y)
+    np.testing.assert_allclose(a.decision_function(X_test), b.decision_function(X_test), rtol=1e-10)
+
+
+def test_ml_mr_is_stationary_point_of_laprls_objective():
+    """With Ξ = I, Θ* zeroes the gradient of Eq. 11:
+    (1/l) K Ψ (Ψ K Θ − Y) + γ_A K Θ + (γ_I/n²) K L K Θ = 0."""
+    X, Y, _ = _problem(seed=2)
+    gA, gI = 0.02, 5.0
+    est = MLMR(gamma_A=gA, gamma_I=gI, sigma=1.7).fit(X, Y)
+    Xs = _standardise(est, X)
+    K = np.exp(-((Xs[:, None, :] - Xs[None, :, :]) ** 2).sum(-1) / (2 * est.sigma_**2))
+    L = laplacian(est.graph_).toarray()
+    lab = (Y != -1).all(axis=1)
+    Psi = np.diag(lab.astype(float))
+    T = np.where(lab[:, None], 2.0 * Y - 1, 0.0)
+    theta = est.dual_coef_
+    n, l = len(X), lab.sum()
+    grad = K @ Psi @ (Psi @ K @ theta - T) / l + gA * K @ theta + gI / n**2 * K @ L @ K @ theta
+    assert np.abs(grad).max() < 1e-8
+
+
+def test_ml_mrrw_matches_eq19_assembled_densely():
+    X, Y, X_test = _problem(seed=3)
+    est = MLMRRW(gamma_A=0.03, gamma_I=10.0, nu1=1.0, nu2=0.1, sigma=2.2, k=6).fit(X, Y)
+    Xs, Xt = _standardise(est, X), _standardise(est, X_test)
+    sq = lambda A, B: ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)
+    K = np.exp(-sq(Xs, Xs) / (2 * est.sigma_**2))
+    Ke = np.exp(-sq(Xt, Xs) / (2 * est.sigma_**2))
+    W = build_graph(Xs, kind="knn", sigma=est.sigma_, weights="distance", k=6).toarray()
+    L = np.diag(W.sum(1)) - W
+    lab = (Y != -1).all(axis=1)
+    n, l = len(X), lab.sum()
+    Xi = np.diag(np.where(lab, 1.0, 0.1))
+    Psi = np.diag(lab.astype(float))
+    A = Psi @ K @ Xi + l * 0.03 * np.eye(n) + l * 10.0 / n**2 * L @ K @ Xi
+    theta = np.linalg.solve(A, np.where(lab[:, None], 2.0 * Y - 1, 0.0))
+    np.testing.assert_allclose(est.decision_function(X_test), Ke @ Xi @ theta, rtol=1e-8, atol=1e-12)
+    np.testing.assert_array_equal(est.predict(X_test), (Ke @ Xi @ theta > 0).astype(np.int8))
+
+
+def test_median_heuristic_sigma_and_scale():
+    X, Y, _ = _problem(seed=4)
+    base = MLMRRW().fit(X, Y).sigma_
+    assert base > 0
+    assert MLMRRW(sigma_scale=2.0).fit(X, Y).sigma_ == pytest.approx(2 * base)
+
+
+def test_same_seed_same_numbers_and_clone():
+    X, Y, X_test = _problem(seed=5)
+    est = MLMRRW(graph="bmatching", b=4)
+    a = clone(est).fit(X, Y).decision_function(X_test)
+    b = clone(est).fit(X, Y).decision_function(X_test)
+    np.testing.assert_array_equal(a, b)
+    assert clone(est).get_params()["nu2"] == 0.1
+
+
+@pytest.mark.parametrize("params, name", [
+    ({"nu2": -0.1}, "nu2"), ({"nu1": 0.0}, "nu1"), ({"sigma": 0.0}, "sigma"),
+    ({"sigma": -1.0}, "sigma"), ({"gamma_A": 0.0}, "gamma_A"), ({"gamma_I": -1.0}, "gamma_I"),
+    ({"graph": "full"}, "graph"), ({"weights": "cosine"}, "weights"),
+])
+def test_bad_parameters_are_named(params, name):
+    X, Y, _ = _problem()
+    with pytest.raises(ValueError, match=name):
+        MLMRRW(**params).fit(X, Y)
+
+
+def test_k_not_below_n_is_rejected():
+    X, Y, _ = _problem(n=30)
+    with pytest.raises(ValueError, match="k"):
+        MLMRRW(k=30).fit(X, Y)
+
+
+def test_bad_inputs():
+    X, Y, _ = _problem()
+    with pytest.raises(ValueError, match="no labelled"):
+        MLMRRW().fit(X, np.full_like(Y, -1))
+    X_nan = X.copy()
+    X_nan[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        MLMRRW().fit(X_nan, Y)
+    with pytest.raises(ValueError, match="0/1"):
+        MLMRRW().fit(X, np.where(Y == 1, 2, Y))
