@@ -1,0 +1,137 @@
+"""The task behind ``python -m run``: one config in, one tracked MLflow run out.
+
+Data flows one way: dataset → protocol (trials) → method (fit/score per trial, in parallel)
+→ metrics → tracking and report. Everything is a plain function of the composed config, so
+tests call :func:`run_experiment` without Hydra.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+from hydra.utils import call, instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from mlgraph.data import MultiLabelDataset, load_dataset
+from mlgraph.metrics import METRICS
+from mlgraph.report import FIG1_METRICS, format_summary, plot_metrics_vs_rate
+from mlgraph.runner import resolve_parallelism, run_trials, summarise
+from mlgraph.tracking import config_params, log_batch, provenance_tags, setup_from_config
+
+log = logging.getLogger(__name__)
+
+OmegaConf.register_new_resolver("abspath", lambda p: str(Path(p).expanduser().resolve()), replace=True)
+
+
+@contextlib.contextmanager
+def _timed(totals: dict[str, float], key: str):
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        totals[key] += time.perf_counter() - started
+
+
+class AllTrialsFailed(RuntimeError):
+    """Every trial of a job failed: the job fails, with the first error."""
+
+
+def load_from_config(dataset: DictConfig) -> MultiLabelDataset:
+    """Load the dataset a ``dataset`` config group describes (protocol keys excluded)."""
+    fields = OmegaConf.to_container(dataset, resolve=True)
+    fields.pop("subsample", None)
+    return load_dataset(**fields)
+
+
+def make_estimator(method: DictConfig):
+    """Instantiate the estimator of a ``method`` config (its ``name`` is a label only)."""
+    return instantiate({k: v for k, v in method.items() if k != "name"}, _convert_="all")
+
+
+def _metric_rows(summary: pd.DataFrame, table: pd.DataFrame, metrics: list[str]):
+    """(key, value, step): per rate with step = rate in %, plus scalars over all trials."""
+    for rate, row in summary.iterrows():
+        for metric in metrics:
+            if pd.notna(row[metric]):
+                yield metric, row[metric], row["step"]
+                yield f"{metric}_std", row[f"{metric}_std"], row["step"]
+    ok = table[table.status == "ok"]
+    for metric in metrics:
+        if ok[metric].notna().any():
+            yield f"{metric}_overall", ok[metric].mean(), 0
+    yield "n_trials", len(table), 0
+    yield "n_failed", int((table.status != "ok").sum()), 0
+    if len(ok):
+        yield "fit_seconds_mean", ok["fit_seconds"].mean(), 0
+
+
+def _log_artifacts(run_dir: Path, cfg: DictConfig, table: pd.DataFrame, summary: pd.DataFrame,
+                   title: str) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    table.to_csv(run_dir / "trials.csv", index=False)
+    summary.to_csv(run_dir / "summary.csv")
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    for name in ("trials.csv", "summary.csv", "config.yaml"):
+        mlflow.log_artifact(str(run_dir / name))
+    if summary["n_ok"].any():
+        fig = plot_metrics_vs_rate({cfg.method.name: summary}, FIG1_METRICS, title=title)
+        fig.savefig(run_dir / "metrics_vs_rate.png", dpi=120)
+        mlflow.log_figure(fig, "metrics_vs_rate.png")
+
+
+def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,
+                   output_dir: str | os.PathLike | None = None) -> pd.DataFrame:
+    """Run every trial of ``cfg`` and track them as one MLflow run; return the summary table.
+
+    A failing trial is logged as failed and the others go on; if all fail, the run is marked
+    FAILED and :class:`AllTrialsFailed` is raised. Errors before the trials (bad data, bad
+    config) also mark the run FAILED, keeping what was already logged.
+    """
+    parallelism = resolve_parallelism(cfg.n_jobs, in_parallel_launcher)
+    experiment_id = setup_from_config(cfg.tracking)
+    run_name = f"{cfg.method.name}-{cfg.dataset.name}"
+    spent = {"logging": 0.0, "trials": 0.0}  # tracking overhead, reported by `make bench`
+    with mlflow.start_run(experiment_id=experiment_id, run_name=run_name) as run:
+        run_id = run.info.run_id
+        with _timed(spent, "logging"):
+            log_batch(run_id, params=config_params(cfg),
+                      tags={**provenance_tags(), "method": cfg.method.name, "dataset": cfg.dataset.name,
+                            "n_jobs": parallelism.n_jobs, "blas_threads": parallelism.blas_threads})
+        try:
+            data = load_from_config(cfg.dataset)
+            with _timed(spent, "logging"):
+                log_batch(run_id, tags={"dataset_sha256": data.sha256, "dataset_source": data.source,
+                                        "dataset_shape": f"{data.n_samples}x{data.n_features}x{data.n_labels}"})
+            estimator = make_estimator(cfg.method)
+            trials = call(cfg.protocol, n_samples=data.n_samples, seed=cfg.seed)
+            metrics = list(METRICS)
+            with _timed(spent, "trials"):
+                table = run_trials(estimator, data.X, data.Y, trials, metrics, parallelism,
+                                   progress=cfg.get("progress", True), description=run_name)
+        except Exception as exc:
+            mlflow.set_tag("error", f"{type(exc).__name__}: {exc}"[:5000])
+            raise
+        for metric in metrics:  # a metric column exists even if every trial failed
+            table[metric] = table.get(metric, float("nan"))
+        summary = summarise(table, metrics)
+        with _timed(spent, "logging"):
+            log_batch(run_id, metrics=_metric_rows(summary, table, metrics))
+            out = Path(output_dir) if output_dir else Path(tempfile.mkdtemp(prefix="mlgraph-"))
+            _log_artifacts(out, cfg, table, summary, title=f"{cfg.method.name} on {data.name}")
+        log_batch(run_id, metrics=[(f"{k}_seconds", v, 0) for k, v in spent.items()])
+        print(f"\n{run_name}: {len(trials)} trials, MLflow run {run_id}\n{format_summary(summary)}")
+        failed = table[table.status != "ok"]
+        if len(failed):
+            log.warning("%d of %d trials failed; first error: %s", len(failed), len(table),
+                        failed.error.iloc[0])
+        if len(failed) == len(table):
+            mlflow.set_tag("error", failed.error.iloc[0][:5000])
+            raise AllTrialsFailed(f"all {len(table)} trials failed; first error: {failed.error.iloc[0]}")
+    return summary

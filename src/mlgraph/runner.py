@@ -1,0 +1,99 @@
+"""Run the trials of one job in parallel and gather them into tables.
+
+Each trial fits a fresh clone of the estimator on its training split (unlabelled rows of ``Y``
+set to −1) and scores its test split. Trials run in joblib workers with BLAS threads capped
+so that ``n_jobs × blas_threads`` never exceeds the cores given; a trial that raises is kept
+as a row with ``status="failed"`` and its error, while the others finish.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from joblib import Parallel, delayed
+from sklearn.base import clone
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
+
+from mlgraph.metrics import evaluate
+from mlgraph.protocols import Trial
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """Trial-level processes and BLAS threads per process."""
+
+    n_jobs: int
+    blas_threads: int
+
+
+def resolve_parallelism(n_jobs: int | str, in_parallel_launcher: bool,
+                        cores: int | None = None) -> Parallelism:
+    """``n_jobs="auto"`` uses every core for trials, or one process with one BLAS thread inside
+    a parallel Hydra launcher (whose jobs already occupy the cores)."""
+    cores = cores or os.cpu_count() or 1
+    if n_jobs == "auto":
+        n_jobs = 1 if in_parallel_launcher else cores
+    n_jobs = int(n_jobs)
+    if n_jobs < 1:
+        raise ValueError(f"n_jobs={n_jobs} must be a positive integer or 'auto'")
+    threads = 1 if in_parallel_launcher else max(1, cores // n_jobs)
+    return Parallelism(n_jobs, threads)
+
+
+def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int) -> dict:
+    row = {"rate": trial.rate, "step": trial.step, "repetition": trial.repetition,
+           "n_train": len(trial.train), "n_labelled": int(trial.labelled.sum()),
+           "n_test": len(trial.test), "status": "ok", "error": ""}
+    try:
+        with threadpool_limits(limits=blas_threads):
+            Y_train = Y[trial.train].astype(np.int8)
+            Y_train[~trial.labelled] = -1
+            model = clone(estimator)
+            start = time.perf_counter()
+            model.fit(X[trial.train], Y_train)
+            row["fit_seconds"] = time.perf_counter() - start
+            start = time.perf_counter()
+            X_test = X[trial.test]
+            scores = model.decision_function(X_test)
+            Y_pred = model.predict(X_test)
+            row["predict_seconds"] = time.perf_counter() - start
+            row.update(evaluate(Y[trial.test], scores, Y_pred, metrics))
+    except Exception as exc:  # a failed trial is data, not a crash of the job
+        row.update(status="failed", error=f"{type(exc).__name__}: {exc}",
+                   traceback=traceback.format_exc(limit=8))
+    return row
+
+
+def run_trials(estimator, X, Y, trials: list[Trial], metrics=None,
+               parallelism: Parallelism = Parallelism(1, 1), progress: bool = True,
+               description: str = "trials") -> pd.DataFrame:
+    """Run every trial; return one row per trial, sorted by (rate, repetition)."""
+    if sp.issparse(X):
+        X = X.tocsr()
+    jobs = (delayed(_run_one)(estimator, X, Y, t, metrics, parallelism.blas_threads) for t in trials)
+    results = Parallel(n_jobs=parallelism.n_jobs, return_as="generator_unordered")(jobs)
+    rows = list(tqdm(results, total=len(trials), desc=description, disable=not progress,
+                     mininterval=1.0, dynamic_ncols=True))
+    return pd.DataFrame(rows).sort_values(["rate", "repetition"], ignore_index=True)
+
+
+def summarise(table: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """Mean and standard deviation (ddof = 1; 0 with one repetition) of each metric per rate,
+    over the successful trials, with the count of trials used and failed."""
+    ok = table[table.status == "ok"]
+    grouped = ok.groupby("rate")[metrics]
+    summary = pd.concat([grouped.mean(), grouped.std(ddof=1).fillna(0.0).add_suffix("_std")], axis=1)
+    summary["n_ok"] = ok.groupby("rate").size()
+    summary = summary.reindex(sorted(table.rate.unique()))
+    summary["n_ok"] = summary["n_ok"].fillna(0).astype(int)
+    summary["n_failed"] = table[table.status != "ok"].groupby("rate").size().reindex(
+        summary.index, fill_value=0).astype(int)
+    summary.insert(0, "step", [int(round(100 * r)) for r in summary.index])
+    return summary

@@ -1,0 +1,60 @@
+"""Every config composes; tuned hparams are picked per (method, dataset) and lose to the CLI."""
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+import mlgraph.experiment  # noqa: F401  (registers the `abspath` resolver)
+from mlgraph.experiment import make_estimator
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+DATASETS = sorted(p.stem for p in (CONF / "dataset").glob("*.yaml") if not p.stem.startswith("_"))
+EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
+METHODS = sorted(p.stem for p in (CONF / "method").glob("*.yaml"))
+
+
+def _compose(*overrides):
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+        return compose("config", overrides=list(overrides), return_hydra_config=False)
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_every_dataset_composes(dataset):
+    cfg = _compose(f"dataset={dataset}")
+    assert cfg.dataset.name == dataset or dataset == "custom"
+    OmegaConf.to_container(cfg, resolve=dataset != "custom")
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_preset_composes_and_documents_its_command(experiment):
+    text = (CONF / "experiment" / f"{experiment}.yaml").read_text()
+    assert text.startswith("# @package _global_") and "python -m run" in text
+    OmegaConf.to_container(_compose(f"experiment={experiment}"), resolve=True)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_instantiates(method):
+    est = make_estimator(_compose(f"method={method}").method)
+    assert type(est).__name__.lower() == method
+
+
+def test_hparams_chosen_per_method_and_dataset_and_cli_wins():
+    for path in (CONF / "hparams").glob("*.yaml"):
+        method, dataset = path.stem.split("_", 1)
+        own = OmegaConf.load(path)
+        tuned = OmegaConf.load(CONF / "hparams" / f"{own.defaults[0]}.yaml").method if "defaults" in own else own.method
+        cfg = _compose(f"method={method}", f"dataset={dataset}")
+        for key, value in tuned.items():
+            assert cfg.method[key] == value
+        key = next(iter(tuned))
+        assert _compose(f"method={method}", f"dataset={dataset}", f"method.{key}=123").method[key] == 123
+
+
+def test_protocol_is_callable_with_dataset_subsample():
+    cfg = _compose("dataset=mediamill")
+    assert cfg.protocol.subsample == 0.1
+    trials = instantiate(cfg.protocol, n_samples=1000, seed=0, rates=[0.5], repeats=1)
+    assert len(trials[0].train) + len(trials[0].test) == 100
