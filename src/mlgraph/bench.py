@@ -1,0 +1,113 @@
+"""``make bench``: speed and overhead as ratios against references measured in the same run.
+
+    python -m mlgraph.bench                 # all benchmarks
+    python -m mlgraph.bench --only arff     # those whose name contains "arff"
+
+Each benchmark returns rows (what, measured, reference, ratio, target); timings are the best
+of a few repeats, so the ratios are stable on a busy machine. Nothing here is a test: targets
+are printed with the result, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import scipy.linalg
+
+from mlgraph.data import find_file, load_dataset, read_arff
+
+
+def best_time(fn: Callable[[], object], repeats: int = 3) -> float:
+    """Best wall time of ``repeats`` calls."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def bench_mlmrrw_vs_lu() -> list[tuple]:
+    """ML-MRRW fit+predict on a yeast-sized training set vs a bare LU solve of the same n×n
+    system (target ≤ 2×): graph, kernel and prediction should cost less than the solve."""
+    from mlgraph.methods import MLMRRW
+    from mlgraph.protocols import labelling_rate_trials
+
+    data = load_dataset("yeast", "yeast.arff.gz", "yeast.xml")
+    trial = labelling_rate_trials(data.n_samples, rates=[0.5], repeats=1, seed=0)[0]
+    X_train, X_test = data.X[trial.train], data.X[trial.test]
+    Y_train = data.Y[trial.train].copy()
+    Y_train[~trial.labelled] = -1
+    model = MLMRRW()
+    t_model = best_time(lambda: model.fit(X_train, Y_train).predict(X_test))
+    n, q = Y_train.shape
+    rng = np.random.default_rng(0)
+    A, B = rng.normal(size=(n, n)) + n * np.eye(n), rng.normal(size=(n, q))
+    t_lu = best_time(lambda: scipy.linalg.solve(A, B, check_finite=False))
+    return [(f"ML-MRRW fit+predict, yeast n={n} q={q}", t_model, t_lu, t_model / t_lu, "≤ 2× LU solve")]
+
+
+def bench_arff_vs_liac() -> list[tuple]:
+    """ARFF parsing of scene (dense) and bibtex (sparse) vs liac-arff on the same
+    decompressed file (target ≥ 3× faster)."""
+    import arff as liac
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("scene", "bibtex"):
+            plain = Path(tmp) / f"{name}.arff"
+            with gzip.open(find_file(f"{name}.arff.gz"), "rb") as src, plain.open("wb") as dst:
+                shutil.copyfileobj(src, dst)
+            sparse = name == "bibtex"
+            t_ours = best_time(lambda: read_arff(plain))
+            t_liac = best_time(lambda: liac.load(plain.open(), return_type=liac.COO if sparse else liac.DENSE), 2)
+            rows.append((f"read_arff {name} ({'sparse' if sparse else 'dense'})", t_ours, t_liac,
+                         t_liac / t_ours, "≥ 3× faster than liac-arff"))
+    return rows
+
+
+def bench_mlflow_overhead() -> list[tuple]:
+    """MLflow logging time (params, tags, metrics, artifacts, figure) as a share of the trial
+    time of the main job, ML-MRRW on yeast with the default protocol (target < 5 %)."""
+    import mlflow
+    from hydra import compose, initialize_config_dir
+
+    from mlgraph.experiment import run_experiment
+
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    with tempfile.TemporaryDirectory() as tmp:
+        uri = f"sqlite:///{tmp}/mlflow.db"
+        with initialize_config_dir(version_base="1.3", config_dir=str(conf)):
+            cfg = compose("config", overrides=["method=mlmrrw", "dataset=yeast", "progress=false",
+                                               f"tracking.uri={uri}", f"tracking.artifact_location={tmp}/art"])
+        run_experiment(cfg, output_dir=tmp)
+        client = mlflow.MlflowClient(uri)
+        run = client.search_runs([client.get_experiment_by_name(cfg.tracking.experiment).experiment_id])[0]
+        spent, trials = run.data.metrics["logging_seconds"], run.data.metrics["trials_seconds"]
+    return [("MLflow logging / trial time, yeast main job", spent, trials, spent / trials, "< 5 %")]
+
+
+BENCHES = {"mlmrrw_vs_lu": bench_mlmrrw_vs_lu, "arff_vs_liac": bench_arff_vs_liac,
+           "mlflow_overhead": bench_mlflow_overhead}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="mlgraph benchmarks (ratios, one run)")
+    parser.add_argument("--only", default="", help="run benchmarks whose name contains this")
+    args = parser.parse_args(argv)
+    print(f"{'benchmark':48s} {'measured s':>11s} {'reference s':>12s} {'ratio':>8s}  target")
+    for name, bench in BENCHES.items():
+        if args.only in name:
+            for what, measured, reference, ratio, target in bench():
+                print(f"{what:48s} {measured:11.3f} {reference:12.3f} {ratio:8.3f}  {target}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""The real command on real data, few repetitions, fresh stores; results read back from MLflow."""
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import mlflow
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+FEW = ["protocol.repeats=1", "protocol.rates=[0.1,0.5]", "progress=false"]
+
+
+def run(args, out: Path, multirun=False):
+    env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(out), "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "run", *(["-m"] if multirun else []), *args]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def runs_of(out: Path, experiment="mlgraph"):
+    client = mlflow.MlflowClient(f"sqlite:///{out}/mlflow.db")
+    exp = client.get_experiment_by_name(experiment)
+    assert exp is not None, f"experiment {experiment} missing"
+    return client, client.search_runs([exp.experiment_id], run_view_type=mlflow.entities.ViewType.ALL)
+
+
+def test_main_command_tracks_everything(tmp_path):
+    proc = run(["method=mlmrrw", "dataset=emotions", *FEW], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "avg_precision" in proc.stdout and "±" in proc.stdout
+    client, runs = runs_of(tmp_path)
+    assert len(runs) == 1
+    r = runs[0]
+    assert r.info.status == "FINISHED"
+    assert r.data.params["method.nu2"] == "0.1" and r.data.params["dataset.name"] == "emotions"
+    assert r.data.params["seed"] == "0"
+    assert len(r.data.tags["git_commit"]) in (7, 40) or r.data.tags["git_commit"] == "unknown"
+    assert len(r.data.tags["dataset_sha256"]) == 64 and "version.mlflow" in r.data.tags
+    history = client.get_metric_history(r.info.run_id, "avg_precision")
+    assert sorted(m.step for m in history) == [10, 50]
+    assert all(math.isfinite(m.value) and 0 < m.value <= 1 for m in history)
+    assert math.isfinite(r.data.metrics["macro_f1_overall"])
+    artifacts = {a.path for a in client.list_artifacts(r.info.run_id)}
+    assert {"trials.csv", "summary.csv", "config.yaml", "metrics_vs_rate.png"} <= artifacts
+
+
+def test_multirun_on_fresh_store_loses_no_job(tmp_path):
+    proc = run(["method=mlmrrw", "dataset=emotions", "method.nu2=0,0.1,1", *FEW], tmp_path, multirun=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _, runs = runs_of(tmp_path)
+    assert len(runs) == 3
+    assert sorted(r.data.params["method.nu2"] for r in runs) == ["0", "0.1", "1"]
+    assert all(r.info.status == "FINISHED" for r in runs)
+    assert all(r.data.tags["n_jobs"] == "1" for r in runs)  # inner trials serial inside the launcher
+
+
+def test_bad_parameter_fails_clearly_and_the_sweep_goes_on(tmp_path):
+    proc = run(["dataset=emotions", "method.nu2=-0.5,0.1", *FEW], tmp_path, multirun=True)
+    assert proc.returncode != 0
+    assert "nu2=-0.5 must be >= 0" in proc.stderr
+    _, runs = runs_of(tmp_path)
+    status = {r.data.params["method.nu2"]: r for r in runs}
+    assert status["0.1"].info.status == "FINISHED"
+    assert status["-0.5"].info.status == "FAILED" and "nu2" in status["-0.5"].data.tags["error"]
+
+
+def test_unknown_dataset_and_option_are_clear_errors(tmp_path):
+    proc = run(["dataset=nope"], tmp_path)
+    assert proc.returncode != 0 and "dataset/nope" in proc.stderr
+    proc = run(["method.gamma=1"], tmp_path)
+    assert proc.returncode != 0 and "gamma" in proc.stderr
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    """A real `mlflow server` on loopback, as a team store would be (SQLite behind it here)."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    store = tmp_path / "server"
+    store.mkdir()
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
+         "--backend-store-uri", f"sqlite:///{store}/mlflow.db", "--artifacts-destination", str(store / "art"),
+         "--workers", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{url}/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("mlflow server did not start")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_team_store_through_mlflow_server(tmp_path, mlflow_server):
+    proc = run(["tracking=server", f"tracking.uri={mlflow_server}", "dataset=emotions", *FEW], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = mlflow.MlflowClient(mlflow_server)
+    exp = client.get_experiment_by_name("mlgraph")
+    (r,) = client.search_runs([exp.experiment_id])
+    assert r.info.status == "FINISHED"
+    assert "trials.csv" in {a.path for a in client.list_artifacts(r.info.run_id)}
