@@ -1,0 +1,258 @@
+"""Graph construction of paper 000 (Eq. 5-10): kernels, kNN / epsilon graphs, weights, Laplacian.
+
+Each result is checked against an independent computation: scipy's cdist, scikit-learn's
+rbf_kernel, and dense brute-force sparsifiers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.spatial.distance import cdist, pdist
+from sklearn.metrics.pairwise import rbf_kernel
+
+from mlgraph.graphs import (
+    Graph,
+    build_graph,
+    epsilon_graph,
+    gaussian_kernel,
+    kernel_distance,
+    knn_graph,
+    laplacian,
+    median_sigma,
+    squared_distances,
+)
+
+
+@pytest.fixture
+def X() -> np.ndarray:
+    return np.random.default_rng(0).standard_normal((60, 5))
+
+
+def dense_H(X: np.ndarray, sigma: float) -> np.ndarray:
+    """Eq. 6 by its printed formula, from scikit-learn's kernel (independent path)."""
+    U = rbf_kernel(X, gamma=1.0 / (2.0 * sigma**2))
+    d = np.diag(U)
+    return np.sqrt(np.clip(d[:, None] + d[None, :] - 2.0 * U, 0.0, None))
+
+
+def brute_knn(H: np.ndarray, k: int) -> np.ndarray:
+    """Eq. 8 row by row (self excluded), then B = max(B, B^T)."""
+    H = H.copy()
+    np.fill_diagonal(H, np.inf)
+    B = np.zeros_like(H)
+    np.put_along_axis(B, np.argsort(H, axis=1, kind="stable")[:, :k], 1.0, axis=1)
+    return np.maximum(B, B.T)
+
+
+def assert_well_formed(g: Graph) -> None:
+    """Symmetric, empty diagonal, and B/H/U share one sorted sparsity structure."""
+    for M in (g.B, g.H, g.U):
+        assert isinstance(M, sp.csr_matrix) and M.dtype == np.float64
+        assert np.array_equal(M.indptr, g.B.indptr) and np.array_equal(M.indices, g.B.indices)
+        assert (M != M.T).nnz == 0
+    assert np.all(g.B.data == 1.0)
+    assert not g.B.diagonal().any()
+
+
+# --- kernels (Eq. 5-6) ------------------------------------------------------------------
+
+
+def test_squared_distances_match_cdist(X: np.ndarray) -> None:
+    Z = np.random.default_rng(1).standard_normal((7, 5))
+    np.testing.assert_allclose(squared_distances(X, Z), cdist(X, Z, "sqeuclidean"), rtol=1e-10, atol=1e-10)
+    D = squared_distances(X)
+    np.testing.assert_allclose(D, cdist(X, X, "sqeuclidean"), rtol=1e-10, atol=1e-10)
+    assert np.array_equal(D, D.T) and np.all(np.diag(D) == 0.0) and np.all(D >= 0.0)
+
+
+def test_squared_distances_rejects_mismatched_columns(X: np.ndarray) -> None:
+    with pytest.raises(ValueError, match="columns"):
+        squared_distances(X, X[:, :3])
+
+
+def test_median_sigma_is_median_of_distinct_pairs(X: np.ndarray) -> None:
+    assert median_sigma(X) == pytest.approx(np.median(pdist(X)), rel=1e-12)
+    big = np.random.default_rng(2).standard_normal((300, 3))
+    rows = np.sort(np.random.default_rng(5).choice(300, size=50, replace=False))
+    sigma = median_sigma(big, max_samples=50, random_state=5)
+    assert sigma == pytest.approx(np.median(pdist(big[rows])))
+    assert sigma == median_sigma(big, max_samples=50, random_state=5)
+
+
+def test_median_sigma_zero_raises() -> None:
+    with pytest.raises(ValueError, match="sigma"):
+        median_sigma(np.ones((5, 2)))
+
+
+def test_gaussian_kernel_matches_rbf_kernel(X: np.ndarray) -> None:
+    sigma = 1.7
+    Z = X[:9] + 0.1
+    expected = rbf_kernel(X, Z, gamma=1 / (2 * sigma**2))
+    np.testing.assert_allclose(gaussian_kernel(X, Z, sigma), expected, rtol=1e-12)
+    U = gaussian_kernel(X, sigma=sigma)
+    np.testing.assert_allclose(U, rbf_kernel(X, gamma=1 / (2 * sigma**2)), rtol=1e-12)
+    assert np.all(np.diag(U) == 1.0)
+
+
+@pytest.mark.parametrize("sigma", [0.0, -1.0, np.nan, np.inf, None, "1"])
+def test_gaussian_kernel_bad_sigma(X: np.ndarray, sigma: object) -> None:
+    with pytest.raises(ValueError, match="sigma"):
+        gaussian_kernel(X, sigma=sigma)
+
+
+def test_kernel_distance_closed_forms(X: np.ndarray) -> None:
+    sigma = 2.0
+    H = kernel_distance(squared_distances(X), sigma)
+    U = gaussian_kernel(X, sigma=sigma)
+    np.testing.assert_allclose(H, np.sqrt(np.clip(2.0 - 2.0 * U, 0.0, None)), atol=1e-7)
+    np.testing.assert_allclose(H, dense_H(X, sigma), atol=1e-7)
+    assert np.all(np.diag(H) == 0.0) and H.max() < np.sqrt(2.0)
+    # Elementwise on the .data of a sparse matrix of squared distances.
+    S = sp.csr_matrix(np.triu(squared_distances(X)))
+    np.testing.assert_allclose(kernel_distance(S.data, sigma), H[S.nonzero()], rtol=1e-12)
+    with pytest.raises(ValueError, match="sigma"):
+        kernel_distance(S.data, 0.0)
+
+
+# --- kNN graph (Eq. 8) ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_knn_graph_matches_brute_force(X: np.ndarray, k: int) -> None:
+    sigma = median_sigma(X)
+    g = knn_graph(X, sigma, k)
+    H = dense_H(X, sigma)
+    B = brute_knn(H, k)
+    assert_well_formed(g)
+    assert np.array_equal(g.B.toarray(), B)
+    np.testing.assert_allclose(g.H.toarray(), H * B, atol=1e-7)
+    np.testing.assert_allclose(g.U.toarray(), gaussian_kernel(X, sigma=sigma) * B, rtol=1e-12)
+    assert np.all(g.degrees() >= k)
+    assert np.all(g.degrees() == B.sum(1))
+
+
+@pytest.mark.parametrize("k", [0, 60, 100, 2.5, True])
+def test_knn_graph_bad_k(X: np.ndarray, k: object) -> None:
+    with pytest.raises(ValueError, match=r"k.*n=60"):
+        knn_graph(X, 1.0, k)
+
+
+# --- epsilon graph (Eq. 7, read as H <= eps) ------------------------------------------------
+
+
+@pytest.mark.parametrize("eps", [0.3, 0.6, 1.0])
+def test_epsilon_graph_matches_brute_force(X: np.ndarray, eps: float) -> None:
+    sigma = median_sigma(X)
+    g = epsilon_graph(X, sigma, eps)
+    H = dense_H(X, sigma)
+    B = (H <= eps).astype(float)
+    np.fill_diagonal(B, 0.0)
+    assert 0 < B.sum() < B.size - len(B)  # a genuinely partial graph
+    assert_well_formed(g)
+    assert np.array_equal(g.B.toarray(), B)
+    assert g.H.max() <= eps
+    np.testing.assert_allclose(g.H.toarray(), H * B, atol=1e-7)
+
+
+def test_epsilon_graph_large_eps_is_complete(X: np.ndarray) -> None:
+    g = epsilon_graph(X, 1.0, np.sqrt(2.0))
+    assert g.B.nnz == len(X) * (len(X) - 1)
+
+
+@pytest.mark.parametrize("eps", [0.0, -0.1, np.nan, np.inf])
+def test_epsilon_graph_bad_eps(X: np.ndarray, eps: float) -> None:
+    with pytest.raises(ValueError, match="eps"):
+        epsilon_graph(X, 1.0, eps)
+
+
+# --- duplicate points: H = 0 must remain an edge ---------------------------------------------
+
+
+def test_duplicate_points_keep_their_edge() -> None:
+    X = np.random.default_rng(3).standard_normal((12, 3))
+    X[5] = X[2]
+    sigma = median_sigma(X)
+    for g in (knn_graph(X, sigma, 1), epsilon_graph(X, sigma, 1e-3)):
+        assert g.B[2, 5] == 1.0 and g.B[5, 2] == 1.0
+        assert g.H[2, 5] == 0.0 and g.U[2, 5] == 1.0
+        assert g.H.nnz == g.B.nnz  # the zero is stored explicitly
+    W = build_graph(X, kind="knn", k=1, weights="distance")
+    assert W.nnz == knn_graph(X, sigma, 1).B.nnz
+    assert build_graph(X, kind="knn", k=1, weights="heat")[2, 5] == 1.0
+
+
+# --- weights (Eq. 10) and build_graph -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "params"), [("knn", {"k": 5}), ("epsilon", {"eps": 0.8}), ("bmatching", {"b": 4})]
+)
+def test_build_graph_heat_vs_distance(X: np.ndarray, kind: str, params: dict) -> None:
+    Wd = build_graph(X, kind=kind, weights="distance", **params)
+    Wh = build_graph(X, kind=kind, weights="heat", **params)
+    for W in (Wd, Wh):
+        assert isinstance(W, sp.csr_matrix) and W.shape == (60, 60)
+        assert (W != W.T).nnz == 0 and not W.diagonal().any()
+    assert np.array_equal(Wd.indices, Wh.indices) and np.array_equal(Wd.indptr, Wh.indptr)
+    # Eq. 10 as printed uses H = sqrt(2 - 2U) as the weight; heat uses U itself.
+    np.testing.assert_allclose(Wd.data, np.sqrt(2.0 - 2.0 * Wh.data), atol=1e-7)
+    H = dense_H(X, median_sigma(X))
+    np.testing.assert_allclose(Wd.toarray(), H * (Wh.toarray() > 0), atol=1e-7)
+
+
+def test_build_graph_default_sigma_and_explicit_sigma(X: np.ndarray) -> None:
+    sigma = median_sigma(X, random_state=0)
+    W = build_graph(X, k=4, weights="heat")
+    assert (W != build_graph(X, k=4, weights="heat", sigma=sigma)).nnz == 0
+    assert (W != knn_graph(X, sigma, 4).U).nnz == 0
+    Wb = build_graph(X, kind="bmatching", b=6)
+    assert np.all(np.diff(Wb.indptr) == 6)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"kind": "full"}, "kind"),
+        ({"weights": "gaussian"}, "weights"),
+        ({"sigma": -1.0}, "sigma"),
+        ({"k": 0}, "k"),
+        ({"k": 60}, "k"),
+        ({"kind": "epsilon"}, "eps"),
+        ({"kind": "epsilon", "eps": -1.0}, "eps"),
+        ({"kind": "bmatching"}, "b"),
+        ({"kind": "bmatching", "b": 60}, "b"),
+    ],
+)
+def test_build_graph_parameter_errors(X: np.ndarray, kwargs: dict, name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        build_graph(X, **kwargs)
+
+
+def test_build_graph_rejects_bad_X() -> None:
+    with pytest.raises(ValueError, match="X"):
+        build_graph(np.ones(5))
+    with pytest.raises(ValueError, match="X"):
+        build_graph(np.array([[0.0, np.nan], [1.0, 2.0], [3.0, 4.0]]))
+
+
+# --- Laplacian ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("weights", ["distance", "heat"])
+def test_laplacian_row_sums_psd(X: np.ndarray, weights: str) -> None:
+    W = build_graph(X, k=5, weights=weights)
+    L = laplacian(W)
+    assert isinstance(L, sp.csr_matrix)
+    Ld = L.toarray()
+    np.testing.assert_allclose(Ld, np.diag(W.toarray().sum(1)) - W.toarray(), atol=1e-14)
+    np.testing.assert_allclose(Ld.sum(1), 0.0, atol=1e-12)
+    assert np.linalg.eigvalsh(Ld).min() >= -1e-10
+
+
+def test_laplacian_input_errors() -> None:
+    with pytest.raises(ValueError, match="square"):
+        laplacian(sp.csr_matrix(np.ones((2, 3))))
+    with pytest.raises(ValueError, match="symmetric"):
+        laplacian(np.array([[0.0, 1.0], [0.0, 0.0]]))
