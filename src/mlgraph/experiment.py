@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mlgraph.data import MultiLabelDataset, load_dataset
 from mlgraph.metrics import METRICS
-from mlgraph.report import FIG1_METRICS, format_summary, plot_metrics_vs_rate
+from mlgraph.report import FIG1_METRICS, format_summary, plot_metrics_vs_rate, save_figure
 from mlgraph.runner import resolve_parallelism, run_trials, summarise
 from mlgraph.tracking import config_params, log_batch, provenance_tags, setup_from_config
 
@@ -78,12 +78,13 @@ def _log_artifacts(run_dir: Path, cfg: DictConfig, table: pd.DataFrame, summary:
     table.to_csv(run_dir / "trials.csv", index=False)
     summary.to_csv(run_dir / "summary.csv")
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    for name in ("trials.csv", "summary.csv", "config.yaml"):
-        mlflow.log_artifact(str(run_dir / name))
+    names = ["trials.csv", "summary.csv", "config.yaml"]
     if summary["n_ok"].any():
         fig = plot_metrics_vs_rate({cfg.method.name: summary}, FIG1_METRICS, title=title)
-        fig.savefig(run_dir / "metrics_vs_rate.png", dpi=120)
-        mlflow.log_figure(fig, "metrics_vs_rate.png")
+        save_figure(fig, run_dir / "metrics_vs_rate.png")
+        names.append("metrics_vs_rate.png")
+    for name in names:
+        mlflow.log_artifact(str(run_dir / name))
 
 
 def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,

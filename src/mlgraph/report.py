@@ -36,6 +36,12 @@ def plot_metrics_vs_rate(summaries: Mapping[str, pd.DataFrame],
     return fig
 
 
+def save_figure(fig: plt.Figure, path) -> None:
+    """Write ``fig`` as a PNG and free it (long sweeps create many figures)."""
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def format_summary(summary: pd.DataFrame, metrics: Sequence[str] = FIG1_METRICS) -> str:
     """Plain-text table: one row per labelling rate, ``mean ± std`` per metric."""
     table = pd.DataFrame({"rate %": summary["step"].to_numpy()})

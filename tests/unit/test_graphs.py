@@ -133,6 +133,19 @@ def test_knn_graph_matches_brute_force(X: np.ndarray, k: int) -> None:
     assert np.all(g.degrees() == B.sum(1))
 
 
+@pytest.mark.parametrize("k", [1, 4])
+def test_knn_graph_from_precomputed_sqdist_is_the_same_graph(X: np.ndarray, k: int) -> None:
+    sigma = median_sigma(X)
+    a, b = knn_graph(X, sigma, k), knn_graph(X, sigma, k, sqdist=squared_distances(X))
+    assert_well_formed(b)
+    assert (a.B != b.B).nnz == 0 and np.array_equal(a.H.data, b.H.data)
+
+
+def test_median_sigma_from_precomputed_sqdist() -> None:
+    X = np.random.default_rng(3).standard_normal((1300, 4))  # above max_samples: a subsample
+    assert median_sigma(X, sqdist=squared_distances(X)) == pytest.approx(median_sigma(X), rel=1e-12)
+
+
 @pytest.mark.parametrize("k", [0, 60, 100, 2.5, True])
 def test_knn_graph_bad_k(X: np.ndarray, k: object) -> None:
     with pytest.raises(ValueError, match=r"k.*n=60"):

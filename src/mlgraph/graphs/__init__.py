@@ -42,6 +42,7 @@ def build_graph(
     eps: float | None = None,
     b: int | None = None,
     random_state: int | None = 0,
+    sqdist: np.ndarray | None = None,
 ) -> sp.csr_matrix:
     """Sparse symmetric weight matrix W (zero diagonal) of paper 000, Eq. 5-10.
 
@@ -51,6 +52,9 @@ def build_graph(
     weights : ``"distance"`` is Eq. 10 as printed, ``W = H o B`` (a distance used as a
         weight; duplicate points get weight 0 and are stored as explicit zeros);
         ``"heat"`` is ``W = U o B``.
+
+    sqdist : optional full squared-distance matrix of X; kernel methods have it already,
+        and the kNN graph then reads its neighbours from it instead of searching again.
 
     Never forms a dense n x n matrix (b-matching prices pairs in bounded row blocks; only
     its never-observed last resort, an exact MILP on the complete graph, is quadratic).
@@ -63,7 +67,7 @@ def build_graph(
     X = check_X(X)
     sigma = median_sigma(X, random_state=random_state) if sigma is None else check_sigma(sigma)
     if kind == "knn":
-        graph = knn_graph(X, sigma, k)
+        graph = knn_graph(X, sigma, k, sqdist)
     elif kind == "epsilon":
         if eps is None:
             raise ValueError("eps must be given for kind='epsilon'")

@@ -56,22 +56,26 @@ def squared_distances(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
         raise ValueError(f"A and B must have the same number of columns, got {A.shape[1]} and {B.shape[1]}")
     sq_a = np.einsum("ij,ij->i", A, A)
     sq_b = sq_a if same else np.einsum("ij,ij->i", B, B)
-    D = sq_a[:, None] + sq_b[None, :] - 2.0 * (A @ B.T)
-    np.maximum(D, 0.0, out=D)
+    # numpy computes A @ A.T with BLAS syrk, which is bitwise symmetric; adding the
+    # (symmetric) sum of squared norms in one step keeps it so, without a transposed pass.
+    G = A @ B.T
+    G *= -2.0
+    G += sq_a[:, None] + sq_b[None, :]
+    np.maximum(G, 0.0, out=G)
     if same:
-        # BLAS need not return a bitwise-symmetric A A^T; symmetrise, then fix the diagonal.
-        D = 0.5 * (D + D.T)
-        np.fill_diagonal(D, 0.0)
-    return D
+        np.fill_diagonal(G, 0.0)
+    return G
 
 
-def median_sigma(X: np.ndarray, max_samples: int = 1000, random_state: int | None = 0) -> float:
+def median_sigma(X: np.ndarray, max_samples: int = 1000, random_state: int | None = 0,
+                 sqdist: np.ndarray | None = None) -> float:
     """Default bandwidth: the median pairwise Euclidean distance between rows of X.
 
     Only distinct pairs ``i < j`` count.  When X has more than ``max_samples`` rows, a
     subsample of ``max_samples`` rows drawn without replacement with
     ``numpy.random.default_rng(random_state)`` is used, so the value is deterministic for
-    a fixed ``random_state``.  Raises ``ValueError`` when the median is 0 (more than half
+    a fixed ``random_state``.  ``sqdist``, the full squared-distance matrix of X when the
+    caller has it, gives the same pairs' distances without computing them again.  Raises ``ValueError`` when the median is 0 (more than half
     of the sampled pairs are duplicate points), because Eq. 5 is then undefined.
     """
     X = _as_float_matrix(X, "X")
@@ -80,10 +84,15 @@ def median_sigma(X: np.ndarray, max_samples: int = 1000, random_state: int | Non
     n = X.shape[0]
     if n < 2:
         raise ValueError(f"median_sigma needs at least 2 rows in X, got n={n}")
+    rows = np.arange(n)
     if n > max_samples:
-        rows = np.random.default_rng(random_state).choice(n, size=max_samples, replace=False)
-        X = X[np.sort(rows)]
-    sigma = float(np.median(pdist(X)))
+        rows = np.sort(np.random.default_rng(random_state).choice(n, size=max_samples, replace=False))
+    if sqdist is None:
+        distances = pdist(X[rows])
+    else:
+        sub = np.asarray(sqdist)[np.ix_(rows, rows)]
+        distances = np.sqrt(sub[np.triu_indices(len(rows), 1)])
+    sigma = float(np.median(distances))
     if sigma <= 0.0:
         raise ValueError("median pairwise distance is 0 (mostly duplicate rows); pass sigma explicitly")
     return sigma
@@ -99,7 +108,9 @@ def gaussian_kernel(A: np.ndarray, B: np.ndarray | None = None, sigma: float | N
     if sigma is None:
         raise ValueError("sigma must be given (e.g. sigma=median_sigma(X_train))")
     sigma = check_sigma(sigma)
-    return np.exp(-squared_distances(A, B) / (2.0 * sigma**2))
+    U = squared_distances(A, B)
+    U *= -1.0 / (2.0 * sigma**2)
+    return np.exp(U, out=U)
 
 
 def kernel_distance(sqdist: np.ndarray, sigma: float) -> np.ndarray:

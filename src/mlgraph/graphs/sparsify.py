@@ -138,15 +138,33 @@ def graph_from_pairs(
     )
 
 
-def knn_pairs(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Undirected pairs of the max-symmetrised kNN graph (self excluded)."""
-    # Brute force: exact, deterministic, and as fast as trees in ~100 dimensions.
-    nn = NearestNeighbors(n_neighbors=k, algorithm="brute").fit(X)
-    G = nn.kneighbors_graph(mode="connectivity").tocoo()  # X=None: a point is not its own neighbour
-    return unique_pairs(X.shape[0], G.row, G.col)
+def knn_pairs(X: np.ndarray, k: int, sqdist: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Undirected pairs of the max-symmetrised kNN graph (self excluded).
+
+    With ``sqdist`` (the full squared-distance matrix of X, which kernel methods compute
+    anyway) the neighbours are read from it instead of being searched again.
+    """
+    n = X.shape[0]
+    if sqdist is None:
+        # Brute force: exact, deterministic, and as fast as trees in ~100 dimensions.
+        nn = NearestNeighbors(n_neighbors=k, algorithm="brute").fit(X)
+        G = nn.kneighbors_graph(mode="connectivity").tocoo()  # X=None: a point is not its own neighbour
+        return unique_pairs(n, G.row, G.col)
+    D = check_sqdist(sqdist, n).copy()
+    np.fill_diagonal(D, np.inf)  # a point is not its own neighbour, duplicates still are
+    cols = np.argpartition(D, k - 1, axis=1)[:, :k]
+    return unique_pairs(n, np.repeat(np.arange(n), k), cols.ravel())
 
 
-def knn_graph(X: np.ndarray, sigma: float, k: int) -> Graph:
+def check_sqdist(sqdist: np.ndarray, n: int) -> np.ndarray:
+    """A precomputed n x n squared-distance matrix, or ValueError."""
+    sqdist = np.asarray(sqdist, dtype=np.float64)
+    if sqdist.shape != (n, n):
+        raise ValueError(f"sqdist must have shape ({n}, {n}), got {sqdist.shape}")
+    return sqdist
+
+
+def knn_graph(X: np.ndarray, sigma: float, k: int, sqdist: np.ndarray | None = None) -> Graph:
     """kNN graph of Eq. 8, symmetrised by ``B = max(B, B^T)``.
 
     Each row first keeps its ``k`` smallest ``H_ij``, ``j != i`` (the minimiser of Eq. 8);
@@ -155,11 +173,12 @@ def knn_graph(X: np.ndarray, sigma: float, k: int) -> Graph:
     is therefore ``>= k``.  Duplicate points are each other's neighbours (``H = 0``), and
     the edge is kept in ``B``.  Deterministic: exact ties at the k-th distance are broken
     by scikit-learn's (deterministic) brute-force ordering, not necessarily by index.
+    ``sqdist``: optional precomputed squared distances of X (see :func:`knn_pairs`).
     """
     X = check_X(X)
     sigma = check_sigma(sigma)
     k = check_k(k, X.shape[0])
-    rows, cols = knn_pairs(X, k)
+    rows, cols = knn_pairs(X, k, sqdist)
     return graph_from_pairs(X, sigma, rows, cols)
 
 

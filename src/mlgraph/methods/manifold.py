@@ -30,7 +30,7 @@ import scipy.linalg
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from mlgraph.graphs import build_graph, gaussian_kernel, laplacian, median_sigma
+from mlgraph.graphs import build_graph, gaussian_kernel, laplacian, median_sigma, squared_distances
 
 
 def _check_params(est: BaseEstimator, rules: dict) -> None:
@@ -99,18 +99,22 @@ class _ManifoldRegularization(ClassifierMixin, BaseEstimator):
         scale = X.std(axis=0)
         self.scale_ = np.where(scale > 0, scale, 1.0)  # constant features stay constant
         Xs = (X - self.mean_) / self.scale_
-        base_sigma = median_sigma(Xs, random_state=self.random_state) if self.sigma is None else self.sigma
+        sqdist = squared_distances(Xs)  # one distance matrix serves σ, the graph and the kernel
+        if self.sigma is None:
+            base_sigma = median_sigma(Xs, random_state=self.random_state, sqdist=sqdist)
+        else:
+            base_sigma = self.sigma
         self.sigma_ = float(base_sigma) * self.sigma_scale
 
         n, l = Xs.shape[0], int(labelled.sum())
-        K = gaussian_kernel(Xs, sigma=self.sigma_)                                  # Eq. 5
-        W = build_graph(Xs, kind=self.graph, sigma=self.sigma_, weights=self.weights,
-                        k=self.k, eps=self.eps, b=self.b, random_state=self.random_state)
+        W = build_graph(Xs, kind=self.graph, sigma=self.sigma_, weights=self.weights, k=self.k,
+                        eps=self.eps, b=self.b, random_state=self.random_state, sqdist=sqdist)
+        K = np.exp(sqdist * (-0.5 / self.sigma_**2), out=sqdist)                    # Eq. 5, in place
         xi = self._reliance_weights(labelled)                                       # Eq. 16
-        KXi = K * xi                                                                 # K Ξ
-        A = (l * self.gamma_I / n**2) * (laplacian(W) @ KXi)                         # (lγ_I/n²) L K Ξ
-        A[labelled] += KXi[labelled]                                                 # + Ψ K Ξ
-        A[np.diag_indices(n)] += l * self.gamma_A                                    # + l γ_A I
+        K *= xi                                                                      # K Ξ, in place
+        A = ((l * self.gamma_I / n**2) * laplacian(W)) @ K                           # (lγ_I/n²) L K Ξ
+        np.add(A, K, out=A, where=labelled[:, None])                                 # + Ψ K Ξ
+        A.flat[:: n + 1] += l * self.gamma_A                                         # + l γ_A I
         target = np.where(labelled[:, None], 2.0 * Y - 1.0, 0.0)                     # ±1 / 0 rows
         theta = scipy.linalg.solve(A, target, overwrite_a=True, check_finite=False)  # Eq. 19
         self.X_fit_ = Xs
