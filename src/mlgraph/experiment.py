@@ -27,8 +27,6 @@ from mlgraph.tracking import config_params, log_batch, provenance_tags, setup_fr
 
 log = logging.getLogger(__name__)
 
-OmegaConf.register_new_resolver("abspath", lambda p: str(Path(p).expanduser().resolve()), replace=True)
-
 
 @contextlib.contextmanager
 def _timed(totals: dict[str, float], key: str):
@@ -39,13 +37,23 @@ def _timed(totals: dict[str, float], key: str):
         totals[key] += time.perf_counter() - started
 
 
+@contextlib.contextmanager
+def _artifact_dir(output_dir: str | os.PathLike | None):
+    """Hydra's job folder when there is one, else a temporary folder removed afterwards."""
+    if output_dir:
+        yield Path(output_dir)
+    else:
+        with tempfile.TemporaryDirectory(prefix="mlgraph-") as tmp:
+            yield Path(tmp)
+
+
 class AllTrialsFailed(RuntimeError):
     """Every trial of a job failed: the job fails, with the first error."""
 
 
 def load_from_config(dataset: DictConfig) -> MultiLabelDataset:
     """Load the dataset a ``dataset`` config group describes (protocol keys excluded)."""
-    fields = OmegaConf.to_container(dataset, resolve=True)
+    fields = OmegaConf.to_container(dataset, resolve=True, throw_on_missing=True)
     fields.pop("subsample", None)
     return load_dataset(**fields)
 
@@ -101,11 +109,11 @@ def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,
     spent = {"logging": 0.0, "trials": 0.0}  # tracking overhead, reported by `make bench`
     with mlflow.start_run(experiment_id=experiment_id, run_name=run_name) as run:
         run_id = run.info.run_id
-        with _timed(spent, "logging"):
-            log_batch(run_id, params=config_params(cfg),
-                      tags={**provenance_tags(), "method": cfg.method.name, "dataset": cfg.dataset.name,
-                            "n_jobs": parallelism.n_jobs, "blas_threads": parallelism.blas_threads})
         try:
+            with _timed(spent, "logging"):
+                log_batch(run_id, params=config_params(cfg),
+                          tags={**provenance_tags(), "method": cfg.method.name, "dataset": cfg.dataset.name,
+                                "n_jobs": parallelism.n_jobs, "blas_threads": parallelism.blas_threads})
             data = load_from_config(cfg.dataset)
             with _timed(spent, "logging"):
                 log_batch(run_id, tags={"dataset_sha256": data.sha256, "dataset_source": data.source,
@@ -122,16 +130,16 @@ def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,
         for metric in metrics:  # a metric column exists even if every trial failed
             table[metric] = table.get(metric, float("nan"))
         summary = summarise(table, metrics)
-        with _timed(spent, "logging"):
-            log_batch(run_id, metrics=_metric_rows(summary, table, metrics))
-            out = Path(output_dir) if output_dir else Path(tempfile.mkdtemp(prefix="mlgraph-"))
+        failed = table[table.status != "ok"]
+        with _timed(spent, "logging"), _artifact_dir(output_dir) as out:
+            log_batch(run_id, metrics=_metric_rows(summary, table, metrics),
+                      tags={"trials_failed": f"{len(failed)} of {len(table)}"})
             _log_artifacts(out, cfg, table, summary, title=f"{cfg.method.name} on {data.name}")
         log_batch(run_id, metrics=[(f"{k}_seconds", v, 0) for k, v in spent.items()])
         print(f"\n{run_name}: {len(trials)} trials, MLflow run {run_id}\n{format_summary(summary)}")
-        failed = table[table.status != "ok"]
         if len(failed):
-            log.warning("%d of %d trials failed; first error: %s", len(failed), len(table),
-                        failed.error.iloc[0])
+            log.warning("%d of %d trials failed (see trials.csv); first error: %s", len(failed),
+                        len(table), failed.error.iloc[0])
         if len(failed) == len(table):
             mlflow.set_tag("error", failed.error.iloc[0][:5000])
             raise AllTrialsFailed(f"all {len(table)} trials failed; first error: {failed.error.iloc[0]}")

@@ -17,6 +17,7 @@ at all; the γ_I = 0 ablation stays available as an explicit comparison row.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import mlflow
@@ -60,7 +61,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--method", default="mlmrrw")
     parser.add_argument("--metric", default="avg_precision_overall")
-    parser.add_argument("--uri", default=f"sqlite:///{Path('outputs').resolve()}/mlflow.db")
+    outputs = Path(os.environ.get("MLGRAPH_OUTPUT_DIR", "outputs")).resolve()
+    parser.add_argument("--uri", default=f"sqlite:///{outputs}/mlflow.db", help="MLflow tracking URI")
     parser.add_argument("--top", type=int, default=5)
     parser.add_argument("--tolerance", type=float, default=0.001)
     parser.add_argument("--write", action="store_true", help="write conf/hparams/<method>_<dataset>.yaml")

@@ -8,6 +8,7 @@ trial can be re-run on its own.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -31,7 +32,18 @@ class Trial:
     @property
     def step(self) -> int:
         """The labelling rate in percent, used as the MLflow ``step``."""
-        return int(round(100 * self.rate))
+        return rate_step(self.rate)
+
+    def targets(self, Y: np.ndarray) -> np.ndarray:
+        """Training labels with unlabelled rows set to −1 (scikit-learn's semi-supervised mark)."""
+        Y_train = Y[self.train].astype(np.int8)
+        Y_train[~self.labelled] = -1
+        return Y_train
+
+
+def rate_step(rate: float) -> int:
+    """A labelling rate in percent, the ``step`` of per-rate metrics."""
+    return int(round(100 * rate))
 
 
 def _rng(seed: int, *keys: int) -> np.random.Generator:
@@ -63,8 +75,13 @@ def labelling_rate_trials(
     ``round(η · n_train)`` randomly chosen training instances; the rest of the training set is
     unlabelled. As in the paper, every (rate, repetition) resamples all three parts.
     """
-    if repeats < 1:
-        raise ValueError(f"protocol.repeats={repeats} must be at least 1")
+    if isinstance(repeats, bool) or not isinstance(repeats, numbers.Integral) or repeats < 1:
+        raise ValueError(f"protocol.repeats={repeats!r} must be an integer of at least 1")
+    if isinstance(rates, (str, bytes)) or not isinstance(rates, Sequence) or not len(rates):
+        raise ValueError(f"protocol.rates={rates!r} must be a non-empty list of fractions in (0, 1]")
+    steps = [rate_step(_check_fraction(rate, "rates")) for rate in rates]
+    if len(set(steps)) != len(steps):
+        raise ValueError(f"protocol.rates={list(rates)} must differ in percent (steps {steps})")
     test_size = _check_fraction(test_size, "test_size", allow_one=False)
     if subsample is not None:
         subsample = _check_fraction(subsample, "subsample")
@@ -80,10 +97,13 @@ def labelling_rate_trials(
             n_test = round(test_size * len(order))
             test, train = np.sort(order[:n_test]), np.sort(order[n_test:])
             n_labelled = round(rate * len(train))
-            if n_labelled < 1 or n_test < 1:
+            if n_test < 1:
+                raise ValueError(f"protocol.test_size={test_size} leaves no test instance "
+                                 f"among {len(order)}")
+            if n_labelled < 1:
                 raise ValueError(
                     f"labelling rate {rate} leaves no labelled training instance "
-                    f"({len(train)} training and {n_test} test instances of {n_samples}); "
+                    f"({len(train)} training instances of {n_samples}); "
                     "raise protocol.rates or dataset.subsample"
                 )
             labelled = np.zeros(len(train), dtype=bool)

@@ -8,11 +8,11 @@ as a row with ``status="failed"`` and its error, while the others finish.
 
 from __future__ import annotations
 
-import os
 import time
 import traceback
 from dataclasses import dataclass
 
+import joblib
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
@@ -22,7 +22,7 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from mlgraph.metrics import evaluate
-from mlgraph.protocols import Trial
+from mlgraph.protocols import Trial, rate_step
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def resolve_parallelism(n_jobs: int | str, in_parallel_launcher: bool,
                         cores: int | None = None) -> Parallelism:
     """``n_jobs="auto"`` uses every core for trials, or one process with one BLAS thread inside
     a parallel Hydra launcher (whose jobs already occupy the cores)."""
-    cores = cores or os.cpu_count() or 1
+    cores = cores or joblib.cpu_count()  # respects affinity and cgroup quotas
     if n_jobs == "auto":
         n_jobs = 1 if in_parallel_launcher else cores
     n_jobs = int(n_jobs)
@@ -53,11 +53,9 @@ def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int) -> dict:
            "n_test": len(trial.test), "status": "ok", "error": ""}
     try:
         with threadpool_limits(limits=blas_threads):
-            Y_train = Y[trial.train].astype(np.int8)
-            Y_train[~trial.labelled] = -1
             model = clone(estimator)
             start = time.perf_counter()
-            model.fit(X[trial.train], Y_train)
+            model.fit(X[trial.train], trial.targets(Y))
             row["fit_seconds"] = time.perf_counter() - start
             start = time.perf_counter()
             X_test = X[trial.test]
@@ -95,5 +93,5 @@ def summarise(table: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     summary["n_ok"] = summary["n_ok"].fillna(0).astype(int)
     summary["n_failed"] = table[table.status != "ok"].groupby("rate").size().reindex(
         summary.index, fill_value=0).astype(int)
-    summary.insert(0, "step", [int(round(100 * r)) for r in summary.index])
+    summary.insert(0, "step", [rate_step(r) for r in summary.index])
     return summary

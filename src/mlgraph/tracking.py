@@ -22,6 +22,9 @@ from hydra.experimental.callback import Callback
 from mlflow.entities import Metric, Param, RunTag
 from omegaconf import DictConfig, OmegaConf
 
+# `tracking.uri` in conf/ resolves `outputs/` to an absolute path (SQLite needs one).
+OmegaConf.register_new_resolver("abspath", lambda p: str(Path(p).expanduser().resolve()), replace=True)
+
 # MLflow's per-request limits for log_batch.
 _MAX_METRICS, _MAX_PARAMS, _MAX_TAGS = 1000, 100, 100
 _MAX_PARAM_LEN = 6000
@@ -66,9 +69,6 @@ class TrackingSetupCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         setup_from_config(config.tracking)
 
-    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        setup_from_config(config.tracking)
-
 
 def flatten(mapping: Mapping, prefix: str = "") -> dict[str, Any]:
     """Flatten nested mappings to dotted keys (``method.gamma_A``)."""
@@ -84,7 +84,7 @@ def flatten(mapping: Mapping, prefix: str = "") -> dict[str, Any]:
 
 def config_params(cfg: DictConfig) -> dict[str, str]:
     """The resolved config, flattened, as MLflow params (values truncated to MLflow's limit)."""
-    resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
     resolved.pop("hydra", None)
     return {k: str(v)[:_MAX_PARAM_LEN] for k, v in flatten(resolved).items()}
 

@@ -72,7 +72,18 @@ def test_unknown_dataset_and_option_are_clear_errors(tmp_path):
     proc = run(["dataset=nope"], tmp_path)
     assert proc.returncode != 0 and "dataset/nope" in proc.stderr
     proc = run(["method.gamma=1"], tmp_path)
-    assert proc.returncode != 0 and "gamma" in proc.stderr
+    assert proc.returncode != 0 and "Could not override 'method.gamma'" in proc.stderr
+    proc = run(["dataset=custom", *FEW], tmp_path)
+    assert proc.returncode != 0 and "dataset.arff" in proc.stderr
+
+
+@pytest.mark.skipif(not (ROOT.parent / "shared" / "datasets" / "medical.arff.gz").exists(),
+                    reason="../shared/datasets not present")
+def test_sparse_dataset_from_the_shared_directory(tmp_path):
+    proc = run(["dataset=medical", "protocol.rates=[0.5]", "protocol.repeats=1", "progress=false"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _, runs = runs_of(tmp_path)
+    assert runs[0].data.tags["dataset_shape"] == "978x1449x45"
 
 
 @pytest.fixture

@@ -285,3 +285,12 @@ def test_same_matrix_as_liac_arff(name):
     text = gzip.decompress(path.read_bytes()).decode()
     np.testing.assert_array_equal(dense(d.data), liac_matrix(text, d.data.shape, d.sparse))
     assert d.sparse == (name in ("medical", "slashdot"))
+
+
+@pytest.mark.parametrize("lead", ["", "% a comment forces the line parser\n"])
+def test_fast_and_line_parsers_agree_on_odd_sparse_entries(lead):
+    header = "@relation r\n@attribute a numeric\n@attribute b numeric\n@attribute c numeric\n@data\n"
+    with pytest.raises(ArffError, match=r"line \d+: bad sparse entry '0 1 5'"):
+        parse_arff(header + lead + "{0 1 5,1 2}\n")
+    # An integral decimal index is read the same way by both parsers.
+    np.testing.assert_array_equal(parse_arff(header + lead + "{1.0 3}\n").data.toarray(), [[0, 3, 0]])

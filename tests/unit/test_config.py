@@ -7,7 +7,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-import mlgraph.experiment  # noqa: F401  (registers the `abspath` resolver)
+import mlgraph.tracking  # noqa: F401  (registers the `abspath` resolver)
 from mlgraph.experiment import make_estimator
 
 CONF = Path(__file__).resolve().parents[2] / "conf"

@@ -141,6 +141,18 @@ def test_knn_graph_from_precomputed_sqdist_is_the_same_graph(X: np.ndarray, k: i
     assert (a.B != b.B).nnz == 0 and np.array_equal(a.H.data, b.H.data)
 
 
+def test_knn_ties_go_to_the_lower_index_on_both_paths() -> None:
+    """Binary features tie a lot: both paths must pick the same, lowest-index neighbours."""
+    Xb = (np.random.default_rng(1).random((120, 6)) < 0.4).astype(float)
+    for Xs in (Xb, (Xb - Xb.mean(0)) / Xb.std(0)):  # standardised: Gram-formula ties are inexact
+        # The difference form sums the same terms for tied pairs: exact ties, and a stable
+        # argsort breaks them by index.
+        B = brute_knn(cdist(Xs, Xs, "sqeuclidean"), 3)
+        sigma = median_sigma(Xs)
+        a, b = knn_graph(Xs, sigma, 3), knn_graph(Xs, sigma, 3, sqdist=squared_distances(Xs))
+        assert np.array_equal(a.B.toarray(), B) and np.array_equal(b.B.toarray(), B)
+
+
 def test_median_sigma_from_precomputed_sqdist() -> None:
     X = np.random.default_rng(3).standard_normal((1300, 4))  # above max_samples: a subsample
     assert median_sigma(X, sqdist=squared_distances(X)) == pytest.approx(median_sigma(X), rel=1e-12)

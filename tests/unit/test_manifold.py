@@ -60,14 +60,18 @@ def test_ml_mr_is_stationary_point_of_laprls_objective():
     assert np.abs(grad).max() < 1e-8
 
 
-def test_ml_mrrw_matches_eq19_assembled_densely():
+@pytest.mark.parametrize("graph", [{"graph": "knn", "k": 6}, {"graph": "epsilon", "eps": 0.9},
+                                   {"graph": "bmatching", "b": 4, "weights": "heat"}])
+def test_ml_mrrw_matches_eq19_assembled_densely(graph):
     X, Y, X_test = _problem(seed=3)
-    est = MLMRRW(gamma_A=0.03, gamma_I=10.0, nu1=1.0, nu2=0.1, sigma=2.2, k=6).fit(X, Y)
+    est = MLMRRW(gamma_A=0.03, gamma_I=10.0, nu1=1.0, nu2=0.1, sigma=2.2, **graph).fit(X, Y)
     Xs, Xt = _standardise(est, X), _standardise(est, X_test)
     sq = lambda A, B: ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)
     K = np.exp(-sq(Xs, Xs) / (2 * est.sigma_**2))
     Ke = np.exp(-sq(Xt, Xs) / (2 * est.sigma_**2))
-    W = build_graph(Xs, kind="knn", sigma=est.sigma_, weights="distance", k=6).toarray()
+    kind = graph["graph"]
+    W = build_graph(Xs, kind=kind, sigma=est.sigma_, **{k: v for k, v in graph.items() if k != "graph"}).toarray()
+    assert W.any()
     L = np.diag(W.sum(1)) - W
     lab = (Y != -1).all(axis=1)
     n, l = len(X), lab.sum()
@@ -122,3 +126,24 @@ def test_bad_inputs():
         MLMRRW().fit(X_nan, Y)
     with pytest.raises(ValueError, match="0/1"):
         MLMRRW().fit(X, np.where(Y == 1, 2, Y))
+
+
+def test_sparse_features_equal_dense_and_constant_features_drop_out():
+    import scipy.sparse as sp
+
+    X, Y, X_test = _problem(seed=6)
+    X = np.hstack([X, np.ones((len(X), 1))])                  # constant on the training set
+    X_test = np.hstack([X_test, np.arange(len(X_test))[:, None]])  # varies on test points
+    dense = MLMRRW(sigma=2.0).fit(X, Y)
+    sparse = MLMRRW(sigma=2.0).fit(sp.csr_matrix(X), Y)
+    np.testing.assert_allclose(dense.decision_function(X_test),
+                               sparse.decision_function(sp.csr_matrix(X_test)), rtol=1e-12)
+    reduced = MLMRRW(sigma=2.0).fit(X[:, :-1], Y)
+    np.testing.assert_allclose(dense.decision_function(X_test),
+                               reduced.decision_function(X_test[:, :-1]), rtol=1e-10)
+
+
+def test_label_values_are_checked_before_casting():
+    X, Y, _ = _problem()
+    with pytest.raises(ValueError, match="0/1"):
+        MLMRRW().fit(X, np.where(Y == 1, 0.5, Y))

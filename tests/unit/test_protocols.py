@@ -41,9 +41,20 @@ def test_rate_without_labelled_instance_is_an_error():
 
 
 @pytest.mark.parametrize("kwargs, name", [({"rates": [0.0]}, "rates"), ({"rates": [1.5]}, "rates"),
-                                          ({"repeats": 0}, "repeats"), ({"test_size": 1.0}, "test_size"),
+                                          ({"rates": []}, "rates"), ({"rates": 0.1}, "rates"),
+                                          ({"rates": [0.051, 0.054]}, "differ in percent"),
+                                          ({"repeats": 0}, "repeats"), ({"repeats": 2.5}, "repeats"),
+                                          ({"test_size": 1.0}, "test_size"), ({"test_size": 1e-4}, "no test"),
                                           ({"subsample": 0.0}, "subsample")])
 def test_bad_parameters(kwargs, name):
     args = {"rates": [0.5], "repeats": 1, **kwargs}
     with pytest.raises(ValueError, match=name):
         labelling_rate_trials(100, **args)
+
+
+def test_targets_mark_unlabelled_rows():
+    Y = np.ones((10, 2), dtype=np.int8)
+    (trial,) = labelling_rate_trials(10, rates=[0.5], repeats=1, seed=0, test_size=0.2)
+    targets = trial.targets(Y)
+    assert targets.shape == (8, 2) and (targets[~trial.labelled] == -1).all()
+    assert (targets[trial.labelled] == 1).all() and (Y == 1).all()

@@ -24,6 +24,7 @@ import csv
 import gzip
 import io
 import re
+import warnings
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -493,12 +494,19 @@ def _sparse_fast(data: str, columns: _Columns) -> sp.csr_matrix:
     counts = np.array([s.count(",") + 1 if s.strip() else 0 for s in inners], dtype=np.int64)
     n_attributes = len(columns.attributes)
     all_numbers = all(columns.reads_as_number(j) for j in range(n_attributes))
-    entries = _read_table(
-        "\n".join(inners).replace(",", "\n"),
-        names=["index", "value"],
-        sep=r"\s+",
-        dtype={"index": np.int64, "value": np.float64 if all_numbers else object},
-    )
+    with warnings.catch_warnings():
+        # pandas only warns when an entry has more than two tokens ('{0 1 5}'): that is an
+        # error, left to the line parser to locate.
+        warnings.simplefilter("error", pd.errors.ParserWarning)
+        try:
+            entries = _read_table(
+                "\n".join(inners).replace(",", "\n"),
+                names=["index", "value"],
+                sep=r"\s+",
+                dtype={"index": np.int64, "value": np.float64 if all_numbers else object},
+            )
+        except pd.errors.ParserWarning as exc:
+            raise _FastPathFailed("sparse entry with more than two tokens") from exc
     if len(entries) != counts.sum():
         raise _FastPathFailed("empty sparse entry")
     index = entries["index"].to_numpy()
@@ -598,7 +606,14 @@ def _sparse_index(token: str, previous: list[int], n_attributes: int) -> int:
     try:
         j = int(token)
     except ValueError:
-        raise ValueError(f"bad sparse index {token!r} (expected an integer)") from None
+        # An integral decimal ('1.0') is accepted, as pandas does on the vectorised path.
+        try:
+            as_float = float(token)
+        except ValueError:
+            as_float = float("nan")
+        if not as_float.is_integer():
+            raise ValueError(f"bad sparse index {token!r} (expected an integer)") from None
+        j = int(as_float)
     if not 0 <= j < n_attributes:
         raise ValueError(
             f"bad sparse index {j}: the file declares {n_attributes} attributes "

@@ -107,7 +107,8 @@ def load_mulan(
     ``n_labels`` attributes at ``label_location``. Label attributes must be nominal {0,1}
     or numeric 0/1 and are converted by value. ``drop`` names attributes to leave out.
     A missing feature value (``?``) is an error, or with ``missing="mean"`` replaced by the
-    mean of its feature; an infinite feature value is always an error.
+    mean of its feature over ALL rows (test rows included: use it for exploration only); an
+    infinite feature value is always an error.
     """
     if missing not in ("error", "mean"):
         raise ValueError(f"missing={missing!r}: expected 'error' or 'mean'")
@@ -289,10 +290,7 @@ def _check_finite(
     if fatal.any():
         row, col = _first_position(X, fatal)
         what = "missing (?)" if np.isnan(X[row, col]) else "infinite"
-        hint = "; pass missing='mean' to impute" if what.startswith("missing") else ""
-        raise ValueError(
-            f"{arff_path}: {what} value of feature {names[col]!r} at row {row} (0-based){hint}"
-        )
+        raise ValueError(f"{arff_path}: {what} value of feature {names[col]!r} at row {row} (0-based)")
     if not nan.any():
         return X
     return _impute_mean(X, nan, names, arff_path)

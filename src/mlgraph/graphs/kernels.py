@@ -33,7 +33,7 @@ def check_sigma(sigma: float) -> float:
     return sigma
 
 
-def _as_float_matrix(A: np.ndarray, name: str) -> np.ndarray:
+def as_float_matrix(A: np.ndarray, name: str) -> np.ndarray:
     A = np.asarray(A, dtype=np.float64)
     if A.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array, got shape {A.shape}")
@@ -49,9 +49,9 @@ def squared_distances(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
     make it slightly negative).  With ``B is None`` the result is the exactly symmetric
     self-distance matrix of A with an exact zero diagonal.
     """
-    A = _as_float_matrix(A, "A")
+    A = as_float_matrix(A, "A")
     same = B is None
-    B = A if same else _as_float_matrix(B, "B")
+    B = A if same else as_float_matrix(B, "B")
     if A.shape[1] != B.shape[1]:
         raise ValueError(f"A and B must have the same number of columns, got {A.shape[1]} and {B.shape[1]}")
     sq_a = np.einsum("ij,ij->i", A, A)
@@ -78,7 +78,7 @@ def median_sigma(X: np.ndarray, max_samples: int = 1000, random_state: int | Non
     caller has it, gives the same pairs' distances without computing them again.  Raises ``ValueError`` when the median is 0 (more than half
     of the sampled pairs are duplicate points), because Eq. 5 is then undefined.
     """
-    X = _as_float_matrix(X, "X")
+    X = as_float_matrix(X, "X")
     if isinstance(max_samples, bool) or not isinstance(max_samples, numbers.Integral) or max_samples < 2:
         raise ValueError(f"max_samples must be an integer >= 2, got {max_samples!r}")
     n = X.shape[0]

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
-from .kernels import check_sigma, kernel_distance
+from .kernels import as_float_matrix, check_sigma, kernel_distance, squared_distances
 
 __all__ = ["Graph", "WEIGHTS", "epsilon_graph", "knn_graph"]
 
@@ -70,11 +70,9 @@ class Graph:
 
 def check_X(X: np.ndarray) -> np.ndarray:
     """Return X as a finite 2-D float64 array with at least 2 rows, or raise ValueError."""
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[0] < 2:
-        raise ValueError(f"X must be a 2-D array with at least 2 rows, got shape {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or infinite values")
+    X = as_float_matrix(X, "X")
+    if X.shape[0] < 2:
+        raise ValueError(f"X must have at least 2 rows, got shape {X.shape}")
     return X
 
 
@@ -141,19 +139,43 @@ def graph_from_pairs(
 def knn_pairs(X: np.ndarray, k: int, sqdist: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Undirected pairs of the max-symmetrised kNN graph (self excluded).
 
-    With ``sqdist`` (the full squared-distance matrix of X, which kernel methods compute
-    anyway) the neighbours are read from it instead of being searched again.
+    Neighbours are read from ``sqdist`` (the full squared-distance matrix of X, which kernel
+    methods compute anyway) or, without it, from row blocks of squared distances; both paths
+    select with :func:`nearest_columns`, so they give the same graph.
     """
     n = X.shape[0]
-    if sqdist is None:
-        # Brute force: exact, deterministic, and as fast as trees in ~100 dimensions.
-        nn = NearestNeighbors(n_neighbors=k, algorithm="brute").fit(X)
-        G = nn.kneighbors_graph(mode="connectivity").tocoo()  # X=None: a point is not its own neighbour
-        return unique_pairs(n, G.row, G.col)
-    D = check_sqdist(sqdist, n).copy()
-    np.fill_diagonal(D, np.inf)  # a point is not its own neighbour, duplicates still are
-    cols = np.argpartition(D, k - 1, axis=1)[:, :k]
-    return unique_pairs(n, np.repeat(np.arange(n), k), cols.ravel())
+    if sqdist is not None:
+        sqdist = check_sqdist(sqdist, n)
+    step = max(1, _CHUNK_ELEMENTS // n)
+    rows, cols = [], []
+    for start in range(0, n, step):
+        block = slice(start, min(n, start + step))
+        D = sqdist[block].copy() if sqdist is not None else squared_distances(X[block], X)
+        r, c = nearest_columns(D, k, start)
+        rows.append(r + start)
+        cols.append(c)
+    return unique_pairs(n, np.concatenate(rows), np.concatenate(cols))
+
+
+def nearest_columns(D: np.ndarray, k: int, offset: int, rtol: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
+    """The k smallest entries of each row of a block of squared distances (modified in place).
+
+    Row i of the block is point ``offset + i``, which is excluded. Distances equal within
+    ``rtol`` (rounding noise of the Gram-matrix formula) are ties, broken by the lower column
+    index, so that duplicate and equidistant points give a deterministic graph.
+    """
+    m = D.shape[0]
+    D[np.arange(m), offset + np.arange(m)] = np.inf
+    kth = np.partition(D, k - 1, axis=1)[:, k - 1 : k]
+    tol = rtol * kth + 1e-300
+    less = D < kth - tol
+    tied = np.abs(D - kth) <= tol
+    need = k - less.sum(axis=1)
+    over = np.flatnonzero(tied.sum(axis=1) > need)  # rows with more ties than places left
+    if len(over):
+        rank = np.cumsum(tied[over], axis=1)
+        tied[over] &= rank <= need[over, None]
+    return np.nonzero(less | tied)
 
 
 def check_sqdist(sqdist: np.ndarray, n: int) -> np.ndarray:
@@ -169,10 +191,9 @@ def knn_graph(X: np.ndarray, sigma: float, k: int, sqdist: np.ndarray | None = N
 
     Each row first keeps its ``k`` smallest ``H_ij``, ``j != i`` (the minimiser of Eq. 8);
     since H is increasing in the Euclidean distance these are the k Euclidean nearest
-    neighbours, found with scikit-learn's brute-force ``NearestNeighbors``.  Every degree
-    is therefore ``>= k``.  Duplicate points are each other's neighbours (``H = 0``), and
-    the edge is kept in ``B``.  Deterministic: exact ties at the k-th distance are broken
-    by scikit-learn's (deterministic) brute-force ordering, not necessarily by index.
+    neighbours (:func:`nearest_columns`).  Every degree is therefore ``>= k``.  Duplicate
+    points are each other's neighbours (``H = 0``), and the edge is kept in ``B``.
+    Deterministic: ties at the k-th distance go to the lower index.
     ``sqdist``: optional precomputed squared distances of X (see :func:`knn_pairs`).
     """
     X = check_X(X)

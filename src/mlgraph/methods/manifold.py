@@ -27,10 +27,12 @@ from numbers import Real
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from mlgraph.graphs import build_graph, gaussian_kernel, laplacian, median_sigma, squared_distances
+from mlgraph.graphs import (KINDS, WEIGHTS, build_graph, gaussian_kernel, laplacian, median_sigma,
+                            squared_distances)
 
 
 def _check_params(est: BaseEstimator, rules: dict) -> None:
@@ -49,12 +51,18 @@ def _positive(v) -> bool:
     return isinstance(v, Real) and np.isfinite(v) and v > 0
 
 
+def _dense(X) -> np.ndarray:
+    """Kernel methods form dense n×n matrices anyway, so sparse features are densified."""
+    return X.toarray() if sp.issparse(X) else X
+
+
 def split_labelled(Y) -> tuple[np.ndarray, np.ndarray]:
     """Return (Y as int8 with −1 rows kept, boolean mask of labelled rows); validate values."""
-    Y = check_array(Y, dtype=np.int8, ensure_2d=True, input_name="Y")
+    Y = check_array(Y, dtype=None, ensure_2d=True, input_name="Y")  # validate before casting
     unlabelled = (Y == -1).all(axis=1)
     if not np.isin(Y[~unlabelled], (0, 1)).all():
         raise ValueError("Y must hold 0/1 on labelled rows and −1 on every entry of unlabelled rows")
+    Y = Y.astype(np.int8)
     if unlabelled.all():
         raise ValueError("Y has no labelled row: at least one training instance needs labels")
     return Y, ~unlabelled
@@ -68,8 +76,8 @@ class _ManifoldRegularization(ClassifierMixin, BaseEstimator):
         "gamma_I": (_nonneg, "a non-negative number (γ_I of Eq. 11)"),
         "sigma": (lambda v: v is None or _positive(v), "None (median heuristic) or > 0"),
         "sigma_scale": (_positive, "a positive number"),
-        "graph": (lambda v: v in ("knn", "epsilon", "bmatching"), "'knn', 'epsilon' or 'bmatching'"),
-        "weights": (lambda v: v in ("distance", "heat"), "'distance' (Eq. 10) or 'heat'"),
+        "graph": (lambda v: v in KINDS, f"one of {KINDS}"),
+        "weights": (lambda v: v in WEIGHTS, f"one of {WEIGHTS} (Eq. 10 as printed, or U∘B)"),
     }
 
     def __init__(self, gamma_A=1e-2, gamma_I=1.0, sigma=None, sigma_scale=1.0, graph="knn",
@@ -91,13 +99,13 @@ class _ManifoldRegularization(ClassifierMixin, BaseEstimator):
     def fit(self, X, Y):
         """Fit on all training points; rows of ``Y`` equal to −1 are unlabelled."""
         _check_params(self, self._rules)
-        X = check_array(X, dtype=np.float64, accept_sparse=False, input_name="X")
+        X = _dense(check_array(X, dtype=np.float64, accept_sparse="csr", input_name="X"))
         Y, labelled = split_labelled(Y)
         if X.shape[0] != Y.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
         self.mean_ = X.mean(axis=0)
         scale = X.std(axis=0)
-        self.scale_ = np.where(scale > 0, scale, 1.0)  # constant features stay constant
+        self.scale_ = np.where(scale > 0, scale, np.inf)  # constant features drop out, test rows too
         Xs = (X - self.mean_) / self.scale_
         sqdist = squared_distances(Xs)  # one distance matrix serves σ, the graph and the kernel
         if self.sigma is None:
@@ -127,7 +135,7 @@ class _ManifoldRegularization(ClassifierMixin, BaseEstimator):
     def decision_function(self, X) -> np.ndarray:
         """Real-valued label scores F̃ = K_e Ξ Θ* (Eq. 20)."""
         check_is_fitted(self, "dual_coef_")
-        X = check_array(X, dtype=np.float64, input_name="X")
+        X = _dense(check_array(X, dtype=np.float64, accept_sparse="csr", input_name="X"))
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, the model was fitted on {self.n_features_in_}")
         Ke = gaussian_kernel((X - self.mean_) / self.scale_, self.X_fit_, sigma=self.sigma_)

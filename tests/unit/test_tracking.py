@@ -1,0 +1,54 @@
+"""Tracking helpers and the hyper-parameter selection rule, on a throwaway SQLite store."""
+
+import mlflow
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from mlgraph.hparams import hparams_yaml, select
+from mlgraph.tracking import config_params, flatten, log_batch, setup_experiment
+
+
+@pytest.fixture
+def store(tmp_path):
+    uri = f"sqlite:///{tmp_path}/nested/mlflow.db"  # parent folder created on demand
+    experiment_id = setup_experiment(uri, "t", artifact_location=str(tmp_path / "art"))
+    assert setup_experiment(uri, "t") == experiment_id  # idempotent
+    yield uri, experiment_id
+    mlflow.set_tracking_uri(None)
+
+
+def test_log_batch_chunks_beyond_mlflow_limits(store):
+    uri, experiment_id = store
+    client = mlflow.MlflowClient(uri)
+    run = client.create_run(experiment_id)
+    metrics = [("m", float(i), i) for i in range(2500)]  # MLflow takes 1000 per request
+    params = {f"p{i}": str(i) for i in range(250)}       # and 100 params
+    log_batch(run.info.run_id, metrics=metrics, params=params, tags={"t": 1})
+    history = client.get_metric_history(run.info.run_id, "m")
+    assert sorted(m.step for m in history) == list(range(2500))
+    data = client.get_run(run.info.run_id).data
+    assert len(data.params) == 250 and data.tags["t"] == "1"
+
+
+def test_flatten_and_config_params():
+    assert flatten({"a": {"b": 1, "c": {"d": 2}}, "e": {}}) == {"a.b": 1, "a.c.d": 2, "e": {}}
+    cfg = OmegaConf.create({"x": {"y": "${z}"}, "z": 3, "hydra": {"skip": 1}})
+    assert config_params(cfg) == {"x.y": "3", "z": "3"}
+    with pytest.raises(Exception, match="dataset.arff"):
+        config_params(OmegaConf.create({"dataset": {"arff": "???"}}))
+
+
+def test_selection_rule_prefers_largest_gamma_I_within_tolerance():
+    ranked = pd.DataFrame({
+        "params.method.gamma_A": ["0.1", "0.01", "0.01"],
+        "params.method.gamma_I": ["0", "10", "1000"],
+        "params.method.sigma_scale": ["1", "0.5", "0.5"],
+        "metrics.avg_precision_overall": [0.800, 0.7995, 0.790],
+    })
+    chosen = select(ranked, "avg_precision_overall", tolerance=0.001)
+    assert chosen["params.method.gamma_I"] == "10"
+    assert select(ranked, "avg_precision_overall", tolerance=0.0)["params.method.gamma_I"] == "0"
+    text = hparams_yaml(chosen, ("method.gamma_A", "method.gamma_I"), "a test")
+    assert OmegaConf.create(text).method == {"gamma_A": 0.01, "gamma_I": 10}
+    assert text.startswith("# @package _global_")
