@@ -7,7 +7,7 @@ OUT    ?= outputs
 PORT   ?= 5000
 ARGS   ?=
 
-.PHONY: install test test-fast run ui bench sweep-reliance sweep-hparams clean
+.PHONY: install test test-fast lint run ui bench sweep-reliance sweep-hparams clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,9 @@ test: $(STAMP)  ## the whole suite: unit, config and integration tests
 
 test-fast: $(STAMP)  ## unit tests only
 	$(BIN)/python -m pytest -m "not integration"
+
+lint: $(STAMP)  ## pyflakes-level checks and import order (ruff)
+	$(BIN)/ruff check src tests
 
 run: $(STAMP)  ## the main job: ML-MRRW on yeast under paper 000's protocol
 	$(BIN)/python -m run method=mlmrrw dataset=yeast $(ARGS)

@@ -13,7 +13,6 @@ import traceback
 from dataclasses import dataclass
 
 import joblib
-import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from joblib import Parallel, delayed

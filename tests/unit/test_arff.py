@@ -5,24 +5,14 @@ from __future__ import annotations
 
 import gzip
 import io
-from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from shared_data import DATASETS, needs_datasets
 
 from mlgraph.data import ArffError, read_arff
 from mlgraph.data.arff import Attribute, parse_arff
-
-DATASETS = next(
-    (
-        p / "shared" / "datasets"
-        for p in Path(__file__).resolve().parents
-        if (p / "shared" / "datasets").is_dir()
-    ),
-    None,
-)
-needs_datasets = pytest.mark.skipif(DATASETS is None, reason="shared/datasets not found")
 
 NAN = np.nan
 

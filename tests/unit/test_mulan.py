@@ -11,18 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from shared_data import DATASETS, needs_datasets
 
 from mlgraph.data import MultiLabelDataset, load_mulan, read_arff, read_label_names
-
-DATASETS = next(
-    (
-        p / "shared" / "datasets"
-        for p in Path(__file__).resolve().parents
-        if (p / "shared" / "datasets").is_dir()
-    ),
-    None,
-)
-needs_datasets = pytest.mark.skipif(DATASETS is None, reason="shared/datasets not found")
 
 NS = "http://mulan.sourceforge.net/labels"
 

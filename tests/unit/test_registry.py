@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from shared_data import DATASETS, needs_datasets
 
 from mlgraph.data import (
     ChecksumError,
@@ -18,16 +19,6 @@ from mlgraph.data import (
     sha256_file,
 )
 from mlgraph.data.registry import BUILTIN_DIR, cache_dir
-
-DATASETS = next(
-    (
-        p / "shared" / "datasets"
-        for p in Path(__file__).resolve().parents
-        if (p / "shared" / "datasets").is_dir()
-    ),
-    None,
-)
-needs_datasets = pytest.mark.skipif(DATASETS is None, reason="shared/datasets not found")
 
 TINY = "@relation tiny\n@attribute x numeric\n@attribute L {0,1}\n@data\n1,0\n2,1\n3,1\n"
 MEDIAMILL_SHA256 = "ad7e629d599ac1c80dfabe32fb9f18be28accd8e902515a461497bc48760a72b"

@@ -31,8 +31,15 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from mlgraph.graphs import (KINDS, WEIGHTS, build_graph, gaussian_kernel, laplacian, median_sigma,
-                            squared_distances)
+from mlgraph.graphs import (
+    KINDS,
+    WEIGHTS,
+    build_graph,
+    gaussian_kernel,
+    laplacian,
+    median_sigma,
+    squared_distances,
+)
 
 
 def _check_params(est: BaseEstimator, rules: dict) -> None:
