@@ -11,7 +11,7 @@ import mlgraph.tracking  # noqa: F401  (registers the `abspath` resolver)
 from mlgraph.experiment import make_estimator
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
-DATASETS = sorted(p.stem for p in (CONF / "dataset").glob("*.yaml") if not p.stem.startswith("_"))
+DATASETS = sorted(p.stem for p in (CONF / "dataset").glob("*.yaml"))
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 METHODS = sorted(p.stem for p in (CONF / "method").glob("*.yaml"))
 
