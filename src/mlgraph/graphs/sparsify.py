@@ -150,7 +150,7 @@ def knn_pairs(X: np.ndarray, k: int, sqdist: np.ndarray | None = None) -> tuple[
     rows, cols = [], []
     for start in range(0, n, step):
         block = slice(start, min(n, start + step))
-        D = sqdist[block].copy() if sqdist is not None else squared_distances(X[block], X)
+        D = sqdist[block] if sqdist is not None else squared_distances(X[block], X)
         r, c = nearest_columns(D, k, start)
         rows.append(r + start)
         cols.append(c)
@@ -158,24 +158,30 @@ def knn_pairs(X: np.ndarray, k: int, sqdist: np.ndarray | None = None) -> tuple[
 
 
 def nearest_columns(D: np.ndarray, k: int, offset: int, rtol: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
-    """The k smallest entries of each row of a block of squared distances (modified in place).
+    """The k smallest entries of each row of a block of squared distances.
 
-    Row i of the block is point ``offset + i``, which is excluded. Distances equal within
-    ``rtol`` (rounding noise of the Gram-matrix formula) are ties, broken by the lower column
-    index, so that duplicate and equidistant points give a deterministic graph.
+    Row i of the block is point ``offset + i``, which is excluded (its entry is set to inf
+    while selecting and then restored). Distances equal within ``rtol`` (rounding noise of the
+    Gram-matrix formula) are ties, broken by the lower column index, so that duplicate and
+    equidistant points give a deterministic graph. Only boolean n×n temporaries are formed.
     """
     m = D.shape[0]
-    D[np.arange(m), offset + np.arange(m)] = np.inf
-    kth = np.partition(D, k - 1, axis=1)[:, k - 1 : k]
-    tol = rtol * kth + 1e-300
-    less = D < kth - tol
-    tied = np.abs(D - kth) <= tol
-    need = k - less.sum(axis=1)
-    over = np.flatnonzero(tied.sum(axis=1) > need)  # rows with more ties than places left
+    self_entries = (np.arange(m), offset + np.arange(m))
+    saved = D[self_entries]
+    D[self_entries] = np.inf
+    try:
+        kth = np.partition(D, k - 1, axis=1)[:, k - 1 : k]
+        tol = rtol * kth + 1e-300
+        less = D < kth - tol
+        within = D <= kth + tol  # less, or tied with the k-th
+    finally:
+        D[self_entries] = saved
+    n_less = less.sum(axis=1)
+    over = np.flatnonzero(within.sum(axis=1) > k)  # more ties than places left
     if len(over):
-        rank = np.cumsum(tied[over], axis=1)
-        tied[over] &= rank <= need[over, None]
-    return np.nonzero(less | tied)
+        tied = within[over] & ~less[over]
+        within[over] = less[over] | (tied & (np.cumsum(tied, axis=1) <= (k - n_less[over])[:, None]))
+    return np.nonzero(within)
 
 
 def check_sqdist(sqdist: np.ndarray, n: int) -> np.ndarray:
