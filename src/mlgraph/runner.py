@@ -1,7 +1,11 @@
 """Run the trials of one job in parallel and gather them into tables.
 
 Each trial fits a fresh clone of the estimator on its training split (unlabelled rows of ``Y``
-set to −1) and scores its test split. Trials run in joblib workers with BLAS threads capped
+set to −1) and scores its test split. Transductive estimators (class attribute
+``transductive = True``: ML-GFHF, ML-LGC) score only the nodes of their graph, so their test
+points join the graph as unlabelled nodes: they are fitted once on training plus test rows, with
+every test row −1, and their scores on the test rows (``label_scores_``, ``transduction_``) are
+evaluated. Test labels are never seen, and every transductive method follows this one rule. Trials run in joblib workers with BLAS threads capped
 so that ``n_jobs × blas_threads`` never exceeds the cores given; a trial that raises is kept
 as a row with ``status="failed"`` and its error, while the others finish.
 """
@@ -13,6 +17,7 @@ import traceback
 from dataclasses import dataclass
 
 import joblib
+import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from joblib import Parallel, delayed
@@ -46,6 +51,18 @@ def resolve_parallelism(n_jobs: int | str, in_parallel_launcher: bool,
     return Parallelism(n_jobs, threads)
 
 
+def _transduce(model, X, Y, trial: Trial):
+    """Fit on training + test rows with the test rows unlabelled; return the test rows' scores
+    and predictions (all the time counts as fitting)."""
+    rows = np.concatenate([trial.train, trial.test])
+    targets = np.vstack([trial.targets(Y), np.full((len(trial.test), Y.shape[1]), -1, dtype=np.int8)])
+    start = time.perf_counter()
+    model.fit(X[rows], targets)
+    fit_seconds = time.perf_counter() - start
+    n_train = len(trial.train)
+    return model.label_scores_[n_train:], model.transduction_[n_train:], fit_seconds, 0.0
+
+
 def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int) -> dict:
     row = {"rate": trial.rate, "step": trial.step, "repetition": trial.repetition,
            "n_train": len(trial.train), "n_labelled": int(trial.labelled.sum()),
@@ -53,14 +70,17 @@ def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int) -> dict:
     try:
         with threadpool_limits(limits=blas_threads):
             model = clone(estimator)
-            start = time.perf_counter()
-            model.fit(X[trial.train], trial.targets(Y))
-            row["fit_seconds"] = time.perf_counter() - start
-            start = time.perf_counter()
-            X_test = X[trial.test]
-            scores = model.decision_function(X_test)
-            Y_pred = model.predict(X_test)
-            row["predict_seconds"] = time.perf_counter() - start
+            if getattr(model, "transductive", False):
+                scores, Y_pred, row["fit_seconds"], row["predict_seconds"] = _transduce(model, X, Y, trial)
+            else:
+                start = time.perf_counter()
+                model.fit(X[trial.train], trial.targets(Y))
+                row["fit_seconds"] = time.perf_counter() - start
+                start = time.perf_counter()
+                X_test = X[trial.test]
+                scores = model.decision_function(X_test)
+                Y_pred = model.predict(X_test)
+                row["predict_seconds"] = time.perf_counter() - start
             row.update(evaluate(Y[trial.test], scores, Y_pred, metrics))
     except Exception as exc:  # a failed trial is data, not a crash of the job
         row.update(status="failed", error=f"{type(exc).__name__}: {exc}",

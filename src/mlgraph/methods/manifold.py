@@ -23,72 +23,37 @@ Notes on the implementation:
 
 from __future__ import annotations
 
-from numbers import Real
-
 import numpy as np
 import scipy.linalg
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
-from mlgraph.graphs import (
-    KINDS,
-    WEIGHTS,
-    build_graph,
-    gaussian_kernel,
-    laplacian,
-    median_sigma,
-    squared_distances,
+from mlgraph.graphs import KINDS, WEIGHTS, gaussian_kernel, laplacian, median_sigma, squared_distances
+from mlgraph.methods.base import (
+    cached_graph,
+    check_features,
+    check_params,
+    check_X_Y,
+    nonneg,
+    positive,
+    standardisation,
 )
-
-
-def _check_params(est: BaseEstimator, rules: dict) -> None:
-    """Declarative checks: ``rules`` maps a parameter to (predicate, requirement text)."""
-    for name, (ok, text) in rules.items():
-        value = getattr(est, name)
-        if not ok(value):
-            raise ValueError(f"{type(est).__name__}: parameter {name}={value!r} must be {text}")
-
-
-def _nonneg(v) -> bool:
-    return isinstance(v, Real) and np.isfinite(v) and v >= 0
-
-
-def _positive(v) -> bool:
-    return isinstance(v, Real) and np.isfinite(v) and v > 0
-
-
-def _dense(X) -> np.ndarray:
-    """Kernel methods form dense n×n matrices anyway, so sparse features are densified."""
-    return X.toarray() if sp.issparse(X) else X
-
-
-def split_labelled(Y) -> tuple[np.ndarray, np.ndarray]:
-    """Return (Y as int8 with −1 rows kept, boolean mask of labelled rows); validate values."""
-    Y = check_array(Y, dtype=None, ensure_2d=True, input_name="Y")  # validate before casting
-    unlabelled = (Y == -1).all(axis=1)
-    if not np.isin(Y[~unlabelled], (0, 1)).all():
-        raise ValueError("Y must hold 0/1 on labelled rows and −1 on every entry of unlabelled rows")
-    Y = Y.astype(np.int8)
-    if unlabelled.all():
-        raise ValueError("Y has no labelled row: at least one training instance needs labels")
-    return Y, ~unlabelled
 
 
 class _ManifoldRegularization(ClassifierMixin, BaseEstimator):
     """Shared fit/predict of Eq. 19–20; subclasses give the reliance weights (Eq. 16)."""
 
     _rules = {
-        "gamma_A": (_positive, "a positive number (γ_A of Eq. 11)"),
-        "gamma_I": (_nonneg, "a non-negative number (γ_I of Eq. 11)"),
-        "sigma": (lambda v: v is None or _positive(v), "None (median heuristic) or > 0"),
-        "sigma_scale": (_positive, "a positive number"),
+        "gamma_A": (positive, "a positive number (γ_A of Eq. 11)"),
+        "gamma_I": (nonneg, "a non-negative number (γ_I of Eq. 11)"),
+        "sigma": (lambda v: v is None or positive(v), "None (median heuristic) or > 0"),
+        "sigma_scale": (positive, "a positive number"),
         "graph": (lambda v: v in KINDS, f"one of {KINDS}"),
         "weights": (lambda v: v in WEIGHTS, f"one of {WEIGHTS} (Eq. 10 as printed, or U∘B)"),
     }
 
     def __init__(self, gamma_A=1e-2, gamma_I=1.0, sigma=None, sigma_scale=1.0, graph="knn",
-                 k=10, eps=None, b=None, weights="distance", random_state=0):
+                 k=10, eps=None, b=None, weights="distance", random_state=0, memory=None):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.sigma = sigma
@@ -99,20 +64,16 @@ class _ManifoldRegularization(ClassifierMixin, BaseEstimator):
         self.b = b
         self.weights = weights
         self.random_state = random_state
+        self.memory = memory
 
     def _reliance_weights(self, labelled: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
     def fit(self, X, Y):
         """Fit on all training points; rows of ``Y`` equal to −1 are unlabelled."""
-        _check_params(self, self._rules)
-        X = _dense(check_array(X, dtype=np.float64, accept_sparse="csr", input_name="X"))
-        Y, labelled = split_labelled(Y)
-        if X.shape[0] != Y.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
-        self.mean_ = X.mean(axis=0)
-        scale = X.std(axis=0)
-        self.scale_ = np.where(scale > 0, scale, np.inf)  # constant features drop out, test rows too
+        check_params(self, self._rules)
+        X, Y, labelled = check_X_Y(X, Y)
+        self.mean_, self.scale_ = standardisation(X)
         Xs = (X - self.mean_) / self.scale_
         sqdist = squared_distances(Xs)  # one distance matrix serves σ, the graph and the kernel
         if self.sigma is None:
@@ -122,8 +83,8 @@ class _ManifoldRegularization(ClassifierMixin, BaseEstimator):
         self.sigma_ = float(base_sigma) * self.sigma_scale
 
         n, l = Xs.shape[0], int(labelled.sum())
-        W = build_graph(Xs, kind=self.graph, sigma=self.sigma_, weights=self.weights, k=self.k,
-                        eps=self.eps, b=self.b, random_state=self.random_state, sqdist=sqdist)
+        W = cached_graph(self.memory, Xs, kind=self.graph, sigma=self.sigma_, weights=self.weights,
+                         k=self.k, eps=self.eps, b=self.b, random_state=self.random_state, sqdist=sqdist)
         K = np.exp(sqdist * (-0.5 / self.sigma_**2), out=sqdist)                    # Eq. 5, in place
         xi = self._reliance_weights(labelled)                                       # Eq. 16
         K *= xi                                                                      # K Ξ, in place
@@ -142,9 +103,7 @@ class _ManifoldRegularization(ClassifierMixin, BaseEstimator):
     def decision_function(self, X) -> np.ndarray:
         """Real-valued label scores F̃ = K_e Ξ Θ* (Eq. 20)."""
         check_is_fitted(self, "dual_coef_")
-        X = _dense(check_array(X, dtype=np.float64, accept_sparse="csr", input_name="X"))
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted on {self.n_features_in_}")
+        X = check_features(X, self.n_features_in_)
         Ke = gaussian_kernel((X - self.mean_) / self.scale_, self.X_fit_, sigma=self.sigma_)
         return Ke @ self.dual_coef_
 
@@ -170,14 +129,15 @@ class MLMRRW(_ManifoldRegularization):
 
     _rules = {
         **_ManifoldRegularization._rules,
-        "nu1": (_positive, "> 0 (reliance weight of labelled points, Proposition 1)"),
-        "nu2": (_nonneg, ">= 0 (reliance weight of unlabelled points, Proposition 1)"),
+        "nu1": (positive, "> 0 (reliance weight of labelled points, Proposition 1)"),
+        "nu2": (nonneg, ">= 0 (reliance weight of unlabelled points, Proposition 1)"),
     }
 
     def __init__(self, gamma_A=1e-2, gamma_I=1.0, sigma=None, sigma_scale=1.0, graph="knn",
-                 k=10, eps=None, b=None, weights="distance", random_state=0, nu1=1.0, nu2=0.1):
+                 k=10, eps=None, b=None, weights="distance", random_state=0, memory=None, nu1=1.0, nu2=0.1):
         super().__init__(gamma_A=gamma_A, gamma_I=gamma_I, sigma=sigma, sigma_scale=sigma_scale,
-                         graph=graph, k=k, eps=eps, b=b, weights=weights, random_state=random_state)
+                         graph=graph, k=k, eps=eps, b=b, weights=weights, random_state=random_state,
+                         memory=memory)
         self.nu1 = nu1
         self.nu2 = nu2
 
