@@ -7,7 +7,7 @@ OUT    ?= outputs
 PORT   ?= 5000
 ARGS   ?=
 
-.PHONY: install test test-fast lint run ui bench sweep-reliance sweep-hparams clean
+.PHONY: install test test-fast lint run ui bench sweep-reliance sweep-hparams compare report clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ sweep-reliance: $(STAMP)  ## reliance-weight grid (ν1, ν2) on yeast, parallel 
 
 sweep-hparams: $(STAMP)  ## the exploration that chose conf/hparams (DATASET=yeast by default)
 	$(BIN)/python -m run -m experiment=mlmr_hparam_search dataset=$(or $(DATASET),yeast) $(ARGS)
+
+compare: $(STAMP)  ## paper 000's seven methods on four datasets (parallel Hydra jobs)
+	$(BIN)/python -m run experiment=ssl_comparison $(ARGS)
+
+report: $(STAMP)  ## figures and Friedman/post-hoc tables of a comparison, read back from MLflow
+	$(BIN)/python -m mlgraph.report experiment=$(or $(EXPERIMENT),ssl_comparison) $(ARGS)
 
 clean:  ## remove run outputs (keeps the MLflow store)
 	rm -rf $(OUT)/runs $(OUT)/multiruns

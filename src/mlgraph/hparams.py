@@ -3,15 +3,17 @@
     python -m mlgraph.hparams hparam_search --dataset yeast --method mlmrrw
 
 reads the runs of an MLflow experiment (e.g. the one filled by
-``experiments/mlmr_hparam_search.yaml``), ranks those of one dataset and method by a metric
+``experiments/<method>_hparam_search.yaml``), ranks those of one dataset and method by a metric
 averaged over their trials, prints the leaders, and prints the ``conf/hparams`` file that
-would select the chosen run; ``--write`` writes it.
+would select the chosen run; ``--write`` writes it. The tuned keys are the ``method.*``
+parameters that vary between those runs.
 
-Selection rule: among the runs within ``--tolerance`` (default 0.001, well inside the noise of
-a small exploration) of the best metric, take the one with the largest γ_I, then the best
-metric. Without it, ML-MR's exploration on yeast picks γ_I = 0 by a margin of 0.0002, i.e.
-kernel ridge regression, and the manifold term and the reliance weights would not be exercised
-at all; the γ_I = 0 ablation stays available as an explicit comparison row.
+Selection rule: the best metric. With ``--prefer-max P`` (default ``gamma_I`` when it was
+swept), among the runs within ``--tolerance`` (default 0.001, well inside the noise of a small
+exploration) of the best, take the one with the largest P, then the best metric. Without it,
+ML-MR's exploration on yeast picks γ_I = 0 by a margin of 0.0002, i.e. kernel ridge regression,
+and the manifold term and the reliance weights would not be exercised at all; the γ_I = 0
+ablation stays available as an explicit comparison row.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ CONF = Path(__file__).resolve().parents[2] / "conf" / "hparams"
 
 
 def ranked_runs(experiment: str, dataset: str, method: str, metric: str = "avg_precision_overall",
-                keys: tuple[str, ...] = ("method.gamma_A", "method.gamma_I", "method.sigma_scale"),
-                uri: str | None = None) -> pd.DataFrame:
-    """Finished runs of ``experiment`` on ``dataset`` with ``method``, best ``metric`` first."""
+                uri: str | None = None) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """Finished runs of ``experiment`` on ``dataset`` with ``method``, best ``metric`` first, and
+    the ``method.*`` parameters that vary between them."""
     if uri:
         mlflow.set_tracking_uri(uri)
     runs = mlflow.search_runs(experiment_names=[experiment],
@@ -37,15 +39,20 @@ def ranked_runs(experiment: str, dataset: str, method: str, metric: str = "avg_p
                                             "and attributes.status = 'FINISHED'")
     if runs.empty:
         raise LookupError(f"no finished {method} run on {dataset} in experiment {experiment!r}")
+    keys = tuple(c.removeprefix("params.") for c in runs.columns
+                 if c.startswith("params.method.") and runs[c].nunique(dropna=False) > 1)
     columns = [f"params.{k}" for k in keys] + [f"metrics.{metric}", "run_id"]
-    return runs[columns].sort_values(f"metrics.{metric}", ascending=False, ignore_index=True)
+    return runs[columns].sort_values(f"metrics.{metric}", ascending=False, ignore_index=True), keys
 
 
-def select(ranked: pd.DataFrame, metric: str, tolerance: float) -> pd.Series:
-    """The run with the largest γ_I among those within ``tolerance`` of the best ``metric``."""
+def select(ranked: pd.DataFrame, metric: str, tolerance: float, prefer_max: str | None = None) -> pd.Series:
+    """The best run, or the one with the largest ``prefer_max`` among those within
+    ``tolerance`` of the best ``metric``."""
+    if not prefer_max:
+        return ranked.iloc[0]
     close = ranked[ranked[f"metrics.{metric}"] >= ranked[f"metrics.{metric}"].iloc[0] - tolerance]
-    gamma_I = close["params.method.gamma_I"].astype(float)
-    return close[gamma_I == gamma_I.max()].iloc[0]
+    preferred = close[f"params.method.{prefer_max}"].astype(float)
+    return close[preferred == preferred.max()].iloc[0]
 
 
 def hparams_yaml(best: pd.Series, keys: tuple[str, ...], source: str) -> str:
@@ -65,16 +72,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--uri", default=f"sqlite:///{outputs}/mlflow.db", help="MLflow tracking URI")
     parser.add_argument("--top", type=int, default=5)
     parser.add_argument("--tolerance", type=float, default=0.001)
+    parser.add_argument("--prefer-max", default=None,
+                        help="among runs within --tolerance of the best, take the largest value of this "
+                             "method parameter (default: gamma_I when it was swept)")
     parser.add_argument("--write", action="store_true", help="write conf/hparams/<method>_<dataset>.yaml")
     args = parser.parse_args(argv)
-    keys = ("method.gamma_A", "method.gamma_I", "method.sigma_scale")
-    ranked = ranked_runs(args.experiment, args.dataset, args.method, args.metric, keys, args.uri)
+    ranked, keys = ranked_runs(args.experiment, args.dataset, args.method, args.metric, args.uri)
     print(ranked.head(args.top).to_string(index=False))
-    chosen = select(ranked, args.metric, args.tolerance)
+    prefer = args.prefer_max or ("gamma_I" if "method.gamma_I" in keys else None)
+    chosen = select(ranked, args.metric, args.tolerance, prefer)
+    rule = f"largest {prefer} within {args.tolerance}" if prefer else "best"
     source = (f"python -m mlgraph.hparams {args.experiment} --dataset {args.dataset} --method "
               f"{args.method}\n# ({args.metric} = {chosen[f'metrics.{args.metric}']:.4f}; best of "
-              f"{len(ranked)} runs = {ranked[f'metrics.{args.metric}'].iloc[0]:.4f}; rule: largest "
-              f"gamma_I within {args.tolerance})")
+              f"{len(ranked)} runs = {ranked[f'metrics.{args.metric}'].iloc[0]:.4f}; rule: {rule})")
     text = hparams_yaml(chosen, keys, source)
     print(f"\n{text}")
     if args.write:

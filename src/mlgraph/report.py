@@ -1,17 +1,23 @@
-"""Tables and figures built from trial results (and, later, from tracked runs)."""
+"""Tables and figures: per run (from trial results) and per comparison (runs read back from MLflow).
+
+    python -m mlgraph.report experiment=ssl_comparison      # or: make report
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Mapping, Sequence
 
 import matplotlib
 
 matplotlib.use("Agg")  # figures are files and MLflow artifacts, never windows
 import matplotlib.pyplot as plt  # noqa: E402
+import mlflow  # noqa: E402
 import pandas as pd  # noqa: E402
 
 TITLES = {"avg_precision": "Average precision", "micro_f1": "Micro-F1", "macro_f1": "Macro-F1"}
 FIG1_METRICS = ("avg_precision", "micro_f1", "macro_f1")
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 
 def plot_metrics_vs_rate(summaries: Mapping[str, pd.DataFrame],
@@ -52,3 +58,134 @@ def format_summary(summary: pd.DataFrame, metrics: Sequence[str] = FIG1_METRICS)
     if summary["n_failed"].any():
         table["failed"] = summary["n_failed"].to_numpy()
     return table.to_string(index=False)
+
+
+# --- Comparison report: runs read back from MLflow -------------------------------------------
+
+# Paper 000's algorithm numbering (Tables 3, 7, 11, 15) and names; other methods follow.
+PAPER000 = {"mlknn": "MLkNN", "gfhf": "ML-GFHF", "lgc": "ML-LGC", "fsksc": "ML-FSKSC", "sswl": "SSWL",
+            "mlmr": "ML-MR", "mlmrrw": "ML-MRRW"}
+
+
+def method_label(name: str) -> str:
+    return PAPER000.get(name, name)
+
+
+def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
+    """The latest FINISHED run of each (dataset, method) of ``experiment`` (report runs excluded)."""
+    mlflow.set_tracking_uri(uri)
+    runs = mlflow.search_runs(experiment_names=[experiment], filter_string="attributes.status = 'FINISHED'")
+    if runs.empty or "tags.method" not in runs:
+        raise LookupError(f"no finished run in MLflow experiment {experiment!r} at {uri}")
+    runs = runs[runs["tags.method"].notna() & runs["tags.dataset"].notna()]
+    runs = runs.sort_values("start_time").groupby(["tags.dataset", "tags.method"]).tail(1)
+    order = {name: i for i, name in enumerate(PAPER000)}
+    runs = runs.assign(_order=runs["tags.method"].map(lambda m: order.get(m, len(order))))
+    return runs.sort_values(["tags.dataset", "_order", "tags.method"], ignore_index=True)
+
+
+def _artifact_table(run_id: str, name: str, **read) -> pd.DataFrame:
+    return pd.read_csv(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=name), **read)
+
+
+def score_tables(trials: Mapping[str, pd.DataFrame], metrics: Sequence[str], blocks: str) -> dict:
+    """Per metric, a blocks × methods table of scores for the Friedman test: the mean over
+    repetitions per labelling rate (``blocks="rates"``, the paper's N = 10 for ten rates) or
+    every (rate, repetition) split (``"trials"``; all methods share the splits of a seed)."""
+    keys = {"rates": ["rate"], "trials": ["rate", "repetition"]}
+    if blocks not in keys:
+        raise ValueError(f"report.blocks must be one of {sorted(keys)}, got {blocks!r}")
+    tables = {}
+    for metric in metrics:
+        columns = {label: t[t.status == "ok"].groupby(keys[blocks])[metric].mean()
+                   for label, t in trials.items()}
+        tables[metric] = pd.DataFrame(columns).dropna()  # blocks every method completed
+    return tables
+
+
+def markdown(table: pd.DataFrame, floatfmt: str = "{:.4f}") -> str:
+    """A pipe table (index included) for report.md."""
+    def cell(v):
+        return floatfmt.format(v) if isinstance(v, float) else str(v)
+    header = [str(table.index.name or "")] + [str(c) for c in table.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join([str(i)] + [cell(v) for v in row]) + " |"
+              for i, row in zip(table.index, table.itertuples(index=False))]
+    return "\n".join(lines)
+
+
+def dataset_report(dataset: str, runs: pd.DataFrame, cfg, out: Path) -> list[str]:
+    """Figure, Friedman table, rank-sum differences and CD diagrams of one dataset; returns the
+    markdown section."""
+    from mlgraph import stats
+
+    out.mkdir(parents=True, exist_ok=True)
+    summaries, trials = {}, {}
+    for run_id, method in zip(runs.run_id, runs["tags.method"]):
+        summaries[method_label(method)] = _artifact_table(run_id, "summary.csv", index_col=0)
+        trials[method_label(method)] = _artifact_table(run_id, "trials.csv")
+    metrics = list(cfg.metrics)
+    fig = plot_metrics_vs_rate(summaries, metrics, title=f"{len(summaries)} methods on {dataset}")
+    save_figure(fig, out / "metrics_vs_rate.png")
+    means = pd.concat({label: s.set_index("step")[metrics] for label, s in summaries.items()}, axis=1)
+    means.to_csv(out / "means.csv")
+    section = [f"## {dataset}", "", f"![metrics vs rate]({dataset}/metrics_vs_rate.png)", ""]
+    tables = score_tables(trials, metrics, cfg.blocks)
+    reference = method_label(cfg.reference)
+    friedman = stats.friedman_table(tables, alpha=cfg.alpha)
+    friedman.to_csv(out / "friedman.csv")
+    section += [f"Friedman test over blocks = {cfg.blocks} (Eq. 25; α = {cfg.alpha})", "",
+                markdown(friedman), ""]
+    if reference in summaries and len(summaries) > 1:
+        posthoc = stats.posthoc_table(tables, reference=reference, alpha=cfg.alpha)
+        posthoc.to_csv(out / "posthoc.csv")
+        section += [f"Rank-sum differences D = R({reference}) − R(i) against the critical difference "
+                    "of Eq. 26 (real N; the paper's printed CD uses N = 1)", "", markdown(posthoc), ""]
+    for metric, table in tables.items():
+        if table.shape[1] > 2 and len(table) > 1:
+            save_figure(stats.cd_diagram(table, alpha=cfg.alpha, title=f"{dataset}: {metric}"),
+                        out / f"cd_{metric}.png")
+            section += [f"![CD diagram {metric}]({dataset}/cd_{metric}.png)"]
+    return section + [""]
+
+
+def build_report(cfg) -> Path:
+    """Read the runs of ``cfg.tracking.experiment`` back from MLflow, write the comparison under
+    ``cfg.report.out/<experiment>/`` and log it as the artifacts of a ``report`` run."""
+    from mlgraph.tracking import log_batch, provenance_tags, setup_from_config
+
+    experiment = cfg.tracking.experiment
+    experiment_id = setup_from_config(cfg.tracking)
+    runs = latest_runs(cfg.tracking.uri, experiment)
+    out = Path(cfg.report.out) / experiment
+    sections = [f"# Comparison report: MLflow experiment `{experiment}`", "",
+                f"{len(runs)} runs (latest finished per dataset and method) from {cfg.tracking.uri}.", ""]
+    for dataset, group in runs.groupby("tags.dataset", sort=True):
+        sections += dataset_report(dataset, group, cfg.report, out / dataset)
+    (out / "report.md").write_text("\n".join(sections))
+    with mlflow.start_run(experiment_id=experiment_id, run_name="report") as run:
+        log_batch(run.info.run_id, tags={**provenance_tags(), "kind": "report",
+                                         "source_runs": ",".join(runs.run_id)[:5000]},
+                  params={f"report.{k}": str(v) for k, v in cfg.report.items()})
+        mlflow.log_artifacts(str(out))
+    print(f"report: {out / 'report.md'} (MLflow run {run.info.run_id})")
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m mlgraph.report experiment=ssl_comparison [report.alpha=0.1 ...]``: the same
+    config composition as ``python -m run`` (so the preset names the MLflow experiment)."""
+    import sys
+
+    from hydra import compose, initialize_config_dir
+
+    import mlgraph.tracking  # noqa: F401  (registers the abspath resolver)
+
+    overrides = sys.argv[1:] if argv is None else argv
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides)
+    build_report(cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -127,3 +127,29 @@ def test_team_store_through_mlflow_server(tmp_path, mlflow_server):
     (r,) = client.search_runs([exp.experiment_id])
     assert r.info.status == "FINISHED"
     assert "trials.csv" in {a.path for a in client.list_artifacts(r.info.run_id)}
+
+
+def test_comparison_preset_and_report_from_mlflow(tmp_path):
+    few = ["protocol.repeats=2", "protocol.rates=[0.1,0.5]", "progress=false"]
+    proc = run(["experiment=ssl_comparison", "hydra.sweeper.params.dataset=emotions", *few], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client, runs = runs_of(tmp_path, "ssl_comparison")
+    assert sorted(r.data.tags["method"] for r in runs) == sorted(
+        ["mlknn", "gfhf", "lgc", "fsksc", "sswl", "mlmr", "mlmrrw"])
+    assert all(r.info.status == "FINISHED" and r.data.tags["trials_failed"] == "0 of 4" for r in runs)
+
+    env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "mlgraph.report", "experiment=ssl_comparison"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = tmp_path / "reports" / "ssl_comparison"
+    text = (out / "report.md").read_text()
+    assert "## emotions" in text and "F_R" in text and "ML-MRRW" in text
+    posthoc = (out / "emotions" / "posthoc.csv").read_text()
+    assert all(name in posthoc for name in ("MLkNN", "ML-GFHF", "ML-LGC", "ML-FSKSC", "SSWL", "ML-MR"))
+    assert (out / "emotions" / "metrics_vs_rate.png").stat().st_size > 10_000
+    _, runs = runs_of(tmp_path, "ssl_comparison")
+    report = [r for r in runs if r.data.tags.get("kind") == "report"]
+    assert len(report) == 1
+    artifacts = {a.path for a in client.list_artifacts(report[0].info.run_id, "emotions")}
+    assert {"emotions/friedman.csv", "emotions/posthoc.csv", "emotions/metrics_vs_rate.png"} <= artifacts

@@ -37,8 +37,9 @@ def test_every_experiment_preset_composes_and_documents_its_command(experiment):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_instantiates(method):
-    est = make_estimator(_compose(f"method={method}").method)
-    assert type(est).__name__.lower() == method
+    cfg = _compose(f"method={method}")
+    est = make_estimator(cfg.method)
+    assert cfg.method.name == method and hasattr(est, "fit") and hasattr(est, "get_params")
 
 
 def test_hparams_chosen_per_method_and_dataset_and_cli_wins():

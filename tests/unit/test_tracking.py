@@ -46,9 +46,10 @@ def test_selection_rule_prefers_largest_gamma_I_within_tolerance():
         "params.method.sigma_scale": ["1", "0.5", "0.5"],
         "metrics.avg_precision_overall": [0.800, 0.7995, 0.790],
     })
-    chosen = select(ranked, "avg_precision_overall", tolerance=0.001)
+    chosen = select(ranked, "avg_precision_overall", tolerance=0.001, prefer_max="gamma_I")
     assert chosen["params.method.gamma_I"] == "10"
-    assert select(ranked, "avg_precision_overall", tolerance=0.0)["params.method.gamma_I"] == "0"
+    assert select(ranked, "avg_precision_overall", 0.0, prefer_max="gamma_I")["params.method.gamma_I"] == "0"
+    assert select(ranked, "avg_precision_overall", tolerance=0.001)["params.method.gamma_I"] == "0"  # best
     text = hparams_yaml(chosen, ("method.gamma_A", "method.gamma_I"), "a test")
     assert OmegaConf.create(text).method == {"gamma_A": 0.01, "gamma_I": 10}
     assert text.startswith("# @package _global_")

@@ -157,25 +157,31 @@ def knn_pairs(X: np.ndarray, k: int, sqdist: np.ndarray | None = None) -> tuple[
     return unique_pairs(n, np.concatenate(rows), np.concatenate(cols))
 
 
-def nearest_columns(D: np.ndarray, k: int, offset: int, rtol: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
+def nearest_columns(D: np.ndarray, k: int, offset: int | None, rtol: float = 1e-9
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """The k smallest entries of each row of a block of squared distances.
 
     Row i of the block is point ``offset + i``, which is excluded (its entry is set to inf
-    while selecting and then restored). Distances equal within ``rtol`` (rounding noise of the
-    Gram-matrix formula) are ties, broken by the lower column index, so that duplicate and
-    equidistant points give a deterministic graph. Only boolean n×n temporaries are formed.
+    while selecting and then restored); ``offset=None`` excludes nothing (queries that are not
+    columns of ``D``, e.g. test points against training points). Distances equal within
+    ``rtol`` (rounding noise of the Gram-matrix formula) are ties, broken by the lower column
+    index, so that duplicate and equidistant points give a deterministic graph. Each row gets
+    exactly k columns; the result is in row-major order (``np.nonzero``). Only boolean n×n
+    temporaries are formed.
     """
     m = D.shape[0]
-    self_entries = (np.arange(m), offset + np.arange(m))
-    saved = D[self_entries]
-    D[self_entries] = np.inf
+    self_entries = (np.arange(m), offset + np.arange(m)) if offset is not None else None
+    if self_entries is not None:
+        saved = D[self_entries]
+        D[self_entries] = np.inf
     try:
         kth = np.partition(D, k - 1, axis=1)[:, k - 1 : k]
         tol = rtol * kth + 1e-300
         less = D < kth - tol
         within = D <= kth + tol  # less, or tied with the k-th
     finally:
-        D[self_entries] = saved
+        if self_entries is not None:
+            D[self_entries] = saved
     n_less = less.sum(axis=1)
     over = np.flatnonzero(within.sum(axis=1) > k)  # more ties than places left
     if len(over):

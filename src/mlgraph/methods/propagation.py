@@ -1,0 +1,248 @@
+"""Label-wise graph propagation baselines of paper 000: ML-GFHF and ML-LGC (Zha et al. 2009).
+
+Both are transductive: they score the nodes of a graph built on every row given to ``fit``,
+labelled (``Y`` rows of 0/1) and unlabelled (``Y`` rows of −1) alike, and each of the q labels
+is propagated on that one graph independently, all q as right-hand sides of one factorisation.
+W is the sparse symmetric weight matrix of :func:`mlgraph.graphs.build_graph` (Eq. 5–10 of
+paper 000) on standardised features, D = diag(W 1) its degrees, l the labelled and u the
+unlabelled nodes.
+
+ML-GFHF, Gaussian fields and harmonic functions (Zhu, Ghahramani & Lafferty 2003, Eq. 5), with
+Y_l ∈ {0, 1}: labelled nodes are clamped to their labels and the unlabelled scores are the
+harmonic solution
+
+    f_u = (D_uu − W_uu)⁻¹ W_ul Y_l,
+
+so every unlabelled score is the W-weighted mean of its neighbours' scores and lies in [0, 1].
+Label j is predicted where f_j > 0.5 (the class-mass normalisation of Zhu et al. is not used).
+
+ML-LGC, local and global consistency (Zhou et al. 2004, Sec. 2: the closed form F* = (I − αS)⁻¹Y
+of their iteration), with S = D^{-1/2} W D^{-1/2} and Y holding +1 for a labelled positive, −1 for a
+labelled negative and 0 for an unlabelled entry:
+
+    F = (I − αS)⁻¹ Y,    0 < α < 1.
+
+This is two-class LGC per label (columns "positive" and "negative") collapsed to
+F_pos − F_neg; Zhou's iteration converges to (1 − α)F, and the constant factor changes neither
+the sign nor any ranking. Label j is predicted where F_j > 0. Labelled nodes are not clamped:
+their scores are those of the solve (their own label dominates through the identity term).
+
+Solving: closed forms with a sparse direct solver (SuperLU, ``scipy.sparse.linalg.splu`` on
+CSC), one factorisation for all q labels; no iteration count, no dense inverse.
+
+Components: the connected components of the graph are found with
+``scipy.sparse.csgraph.connected_components`` on the edges of positive weight. The systems are
+solved only on the components that hold a labelled node (for GFHF the restricted D_uu − W_uu is
+then a nonsingular M-matrix; for LGC I − αS is nonsingular anyway and the other components would
+get F = 0). Unlabelled nodes of the other components, isolated nodes (degree 0) included, get
+the fallback of the labelled label frequencies p_j = mean of Y_l[:, j]: GFHF scores p_j, LGC
+scores 2p_j − 1 (unscaled). Both thresholds then predict the majority value of each label, and
+the order of the labels within a fallback row follows p_j; the LGC fallback magnitudes are not
+on the scale of the propagated scores, which matters only for label-wise rankings that mix
+fallback rows with propagated rows. In LGC a degree-0 node gets d^{-1/2} = 0 (no division by
+zero): a labelled isolated node keeps F = ±1.
+
+Scoring rule for test points: the runner fits on training plus test rows with every test row −1
+(``transductive = True``) and reads ``label_scores_`` / ``transduction_`` of the test rows.
+``decision_function(X_new)`` / ``predict(X_new)`` apply the same rule: X_new joins the stored
+training rows as unlabelled nodes and everything (standardisation, median σ, graph, solve) is
+done again, so a call costs a full fit and returns exactly the rows that fitting on
+[training; X_new] would give.
+
+Assumptions:
+- Zha et al. (2009) also add a label-correlation term coupling the q propagation problems; the
+  baselines here are label-wise without it, as the issue defines them.
+- Transductive methods see the features (never the labels) of every node they score: the
+  standardisation statistics and the median-heuristic σ are computed on all rows given to
+  ``fit``, test rows included.
+- Default weights are heat weights, W = U∘B (Gaussian kernel on the edges): Eq. 10 of paper 000
+  as printed weights edges by a distance, so far neighbours would propagate most;
+  ``weights="distance"`` stays available.
+- Fallback scores for nodes that no labelled node reaches, as described above.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from scipy.sparse.linalg import splu
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from mlgraph.graphs import KINDS, WEIGHTS, median_sigma
+from mlgraph.methods.base import (
+    cached_graph,
+    check_features,
+    check_params,
+    check_X_Y,
+    in_open_unit,
+    positive,
+    positive_int,
+    standardisation,
+)
+
+__all__ = ["MLGFHF", "MLLGC", "harmonic_scores", "lgc_scores", "reached_nodes"]
+
+
+def _check_inputs(W, Y, labelled) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    W = sp.csr_matrix(W, dtype=np.float64)
+    labelled = np.asarray(labelled, dtype=bool)
+    Y = np.asarray(Y, dtype=np.float64)
+    n = W.shape[0]
+    if W.shape != (n, n) or Y.ndim != 2 or Y.shape[0] != n or labelled.shape != (n,):
+        raise ValueError(f"W must be n×n, Y n×q and labelled of length n; got {W.shape}, {Y.shape}, "
+                         f"{labelled.shape}")
+    if not labelled.any():
+        raise ValueError("no labelled node")
+    return W, Y, labelled
+
+
+def reached_nodes(W, labelled) -> np.ndarray:
+    """Boolean mask of the nodes whose connected component (edges of positive weight) holds a
+    labelled node; the others, isolated unlabelled nodes included, get the fallback scores."""
+    A = sp.csr_matrix(W, copy=True)
+    A.data = (A.data > 0).astype(np.float64)  # explicit zeros (duplicate points) are no edges
+    A.eliminate_zeros()
+    _, component = connected_components(A, directed=False)
+    return np.isin(component, np.unique(component[np.asarray(labelled, dtype=bool)]))
+
+
+def harmonic_scores(W, Y, labelled) -> np.ndarray:
+    """ML-GFHF scores (n×q, in [0, 1]) of all nodes: labelled rows are ``Y`` (0/1, clamped),
+    unlabelled rows reached by a labelled node are f_u = (D_uu − W_uu)⁻¹ W_ul Y_l, the others
+    the labelled label frequencies p_j. Values of ``Y`` on unlabelled rows are ignored."""
+    W, Y, labelled = _check_inputs(W, Y, labelled)
+    Yl = Y[labelled]
+    scores = np.tile(Yl.mean(axis=0), (W.shape[0], 1))  # fallback p_j
+    pass
+    solve = reached_nodes(W, labelled) & ~labelled
+    if solve.any():
+        degree = np.asarray(W.sum(axis=1)).ravel()
+        Wu = W[solve]
+        A = (sp.diags(degree[solve]) - Wu[:, solve]).tocsc()
+        scores[solve] = splu(A).solve(np.asarray(Wu[:, labelled] @ Yl))
+    return scores
+
+
+def lgc_scores(W, Y, labelled, alpha: float = 0.99) -> np.ndarray:
+    """ML-LGC scores (n×q): F = (I − αS)⁻¹ Y with S = D^{-1/2} W D^{-1/2} and Y = ±1 on labelled
+    rows (from 0/1), 0 on unlabelled rows, solved on the nodes reached by a labelled node; the
+    others get 2p_j − 1. Values of ``Y`` on unlabelled rows are ignored."""
+    if not in_open_unit(alpha):
+        raise ValueError(f"alpha={alpha!r} must lie in (0, 1)")
+    W, Y, labelled = _check_inputs(W, Y, labelled)
+    Yl = Y[labelled]
+    scores = np.tile(2.0 * Yl.mean(axis=0) - 1.0, (W.shape[0], 1))  # fallback 2 p_j − 1
+    reached = reached_nodes(W, labelled)
+    degree = np.asarray(W.sum(axis=1)).ravel()[reached]
+    inv_sqrt = np.zeros_like(degree)
+    np.divide(1.0, np.sqrt(degree), out=inv_sqrt, where=degree > 0)  # degree 0: S row is 0
+    d = sp.diags(inv_sqrt)
+    S = d @ W[reached][:, reached] @ d
+    A = (sp.identity(S.shape[0], format="csc") - alpha * S).tocsc()
+    target = np.where(labelled[reached, None], 2.0 * Y[reached] - 1.0, 0.0)
+    scores[reached] = splu(A).solve(target)
+    return scores
+
+
+class _GraphPropagation(ClassifierMixin, BaseEstimator):
+    """Shared transductive fit: standardise all rows, build W, then :meth:`_scores`."""
+
+    transductive = True
+    threshold = 0.0
+
+    _rules = {
+        "sigma": (lambda v: v is None or positive(v), "None (median heuristic) or > 0"),
+        "sigma_scale": (positive, "a positive number"),
+        "graph": (lambda v: v in KINDS, f"one of {KINDS}"),
+        "k": (positive_int, "a positive integer (neighbours of the kNN graph, Eq. 8)"),
+        "weights": (lambda v: v in WEIGHTS, f"one of {WEIGHTS} (Eq. 10 as printed, or U∘B)"),
+    }
+
+    def __init__(self, sigma=None, sigma_scale=1.0, graph="knn", k=10, eps=None, b=None,
+                 weights="heat", random_state=0, memory=None):
+        self.sigma = sigma
+        self.sigma_scale = sigma_scale
+        self.graph = graph
+        self.k = k
+        self.eps = eps
+        self.b = b
+        self.weights = weights
+        self.random_state = random_state
+        self.memory = memory
+
+    def _scores(self, W, Y, labelled) -> np.ndarray:
+        raise NotImplementedError
+
+    def _transduce(self, X: np.ndarray, Y: np.ndarray, labelled: np.ndarray):
+        """(scores of every row, W, σ) for validated X, Y; features standardised on all rows."""
+        mean, scale = standardisation(X)
+        Xs = (X - mean) / scale
+        if self.sigma is None:
+            base_sigma = median_sigma(Xs, random_state=self.random_state)
+        else:
+            base_sigma = self.sigma
+        sigma = float(base_sigma) * self.sigma_scale
+        W = cached_graph(self.memory, Xs, kind=self.graph, sigma=sigma, weights=self.weights, k=self.k,
+                         eps=self.eps, b=self.b, random_state=self.random_state, sqdist=None)
+        return self._scores(W, Y, labelled), W, sigma
+
+    def fit(self, X, Y):
+        """Propagate the labels of ``Y`` over the graph of all rows of ``X``; rows of ``Y`` equal
+        to −1 are unlabelled (the test rows, in the runner). Scores of every row are stored in
+        ``label_scores_`` and thresholded in ``transduction_``."""
+        check_params(self, self._rules)
+        X, Y, labelled = check_X_Y(X, Y)
+        scores, self.graph_, self.sigma_ = self._transduce(X, Y, labelled)
+        self.label_scores_ = scores
+        self.transduction_ = (scores > self.threshold).astype(np.int8)
+        self.X_fit_, self.Y_fit_ = X, Y
+        self.n_labelled_ = int(labelled.sum())
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def decision_function(self, X) -> np.ndarray:
+        """Scores of new points by the transductive rule: the rows of ``X`` join the stored
+        training rows as unlabelled nodes and everything is solved again (each call costs a fit);
+        equal to ``label_scores_[n_train:]`` of a fit on [training; X] with X's rows −1."""
+        check_is_fitted(self, "label_scores_")
+        X = check_features(X, self.n_features_in_)
+        X_all = np.vstack([self.X_fit_, X])
+        Y_all = np.vstack([self.Y_fit_, np.full((X.shape[0], self.Y_fit_.shape[1]), -1, np.int8)])
+        labelled = np.concatenate([(self.Y_fit_ != -1).all(axis=1), np.zeros(X.shape[0], bool)])
+        scores, _, _ = self._transduce(X_all, Y_all, labelled)
+        return scores[self.X_fit_.shape[0]:]
+
+    def predict(self, X) -> np.ndarray:
+        """Binary label matrix of new points (solves again, see :meth:`decision_function`)."""
+        return (self.decision_function(X) > self.threshold).astype(np.int8)
+
+
+class MLGFHF(_GraphPropagation):
+    """ML-GFHF: label-wise harmonic function (Zhu et al. 2003), labelled nodes clamped; scores in
+    [0, 1], label j predicted where f_j > 0.5."""
+
+    threshold = 0.5
+
+    def _scores(self, W, Y, labelled) -> np.ndarray:
+        return harmonic_scores(W, Y, labelled)
+
+
+class MLLGC(_GraphPropagation):
+    """ML-LGC: label-wise local and global consistency (Zhou et al. 2004), F = (I − αS)⁻¹Y with
+    Y = ±1 / 0; label j predicted where F_j > 0."""
+
+    _rules = {
+        **_GraphPropagation._rules,
+        "alpha": (in_open_unit, "in the open interval (0, 1) (α of Zhou et al. 2004)"),
+    }
+
+    def __init__(self, sigma=None, sigma_scale=1.0, graph="knn", k=10, eps=None, b=None,
+                 weights="heat", random_state=0, memory=None, alpha=0.99):
+        super().__init__(sigma=sigma, sigma_scale=sigma_scale, graph=graph, k=k, eps=eps, b=b,
+                         weights=weights, random_state=random_state, memory=memory)
+        self.alpha = alpha
+
+    def _scores(self, W, Y, labelled) -> np.ndarray:
+        return lgc_scores(W, Y, labelled, alpha=self.alpha)

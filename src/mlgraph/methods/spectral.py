@@ -1,0 +1,135 @@
+"""ML-FSKSC: fixed-size multi-label semi-supervised regularized kernel spectral clustering.
+
+The baseline [33] of paper 000 (Mehrkanoon & Suykens, "Multi-label semi-supervised learning
+using regularized kernel spectral clustering", IJCNN 2016). It is the multi-class
+semi-supervised KSC model MSS-KSC (Mehrkanoon, Alzate, Mall, Langone & Suykens, IEEE TNNLS
+26(4):720–733, 2015, the primal problem of Sec. III) with one output per label, solved in the
+primal on an explicit Nyström feature map built on prototypes chosen by the fixed-size
+(quadratic Rényi entropy) criterion, as in the large-scale FS-SSKSC model (Mehrkanoon &
+Suykens, "Large scale semi-supervised learning using KSC based model", IJCNN 2014) and the
+fixed-size LS-SVM (Suykens et al., *Least Squares Support Vector Machines*, 2002, Ch. 6;
+De Brabanter et al., "Optimized fixed-size kernel models for large data sets", CSDA 2010).
+Only the abstracts of the three Mehrkanoon papers and LS-SVMlab's ``kentropy`` could be read
+here, so the equations below are written out and derived in full rather than quoted by number.
+
+Model. Training points x_1..x_n (labelled and unlabelled alike), q labels. For label l,
+
+    min_{w_l, b_l, e_l}  ½ w_lᵀw_l − (γ1/2) e_lᵀ V e_l + (γ2/2) (e_l − c_l)ᵀ A (e_l − c_l)
+    s.t.                 e_l = Φ̂ w_l + b_l 1,                                            (P)
+
+V = D⁻¹ the inverse degree matrix of the kernel matrix of all training points (the KSC term,
+weighted variance of the scores, is *maximised*), A = diag(1 on labelled, 0 on unlabelled)
+and c_l = ±1 on labelled points (label l present / absent), 0 on unlabelled ones. Eliminating
+e_l and setting the gradient in (w_l, b_l) to zero gives, with R = γ2 A − γ1 V (diagonal),
+
+    [Φ̂ᵀRΦ̂ + I   Φ̂ᵀR1] [w_l]   [γ2 Φ̂ᵀA c_l]
+    [1ᵀRΦ̂       1ᵀR1 ] [b_l] = [γ2 1ᵀA c_l ],                                          (S)
+
+an (r+1)×(r+1) system whose matrix is the same for every label: it is factorised once
+(symmetric indefinite LDLᵀ, since −γ1 V makes it indefinite in general) and solved for all q
+right-hand sides. The score of a point x is e_l(x) = φ̂(x)ᵀw_l + b_l and label l is predicted
+where e_l(x) > 0. (S) is the stationarity condition of (P); it is a minimum in w_l for fixed
+b_l whenever γ1 < 1/λ_max(Φ̂ᵀVΦ̂), and λ_max(Φ̂ᵀVΦ̂) ≈ 1 because D is the degree matrix of
+Φ̂Φ̂ᵀ (the normalised affinity D^-½ Ω D^-½ of a non-negative Ω has spectral radius 1).
+
+Fixed size. m prototypes are chosen from the training points by maximising the quadratic
+Rényi entropy estimate H = −log(1/m² Σ_ij K(p_i, p_j)) with a random swap search: start from a
+random m-subset; at each trial swap a random prototype for a random non-prototype and keep the
+swap if H increases. The kernel sum over the working set and its row sums are maintained, so a
+trial costs one kernel row (O(m·d)). With the eigendecomposition K_mm = U Λ Uᵀ, the Nyström
+feature map is φ̂(x) = Λ^-½ Uᵀ k_m(x) (eigenvalues below ``eig_tol``·λ_max dropped), i.e.
+Φ̂ = K_nm U Λ^-½, so Φ̂Φ̂ᵀ = K_nm K_mm⁺ K_mn; new points use the kernel to the prototypes.
+
+Assumptions (choices the sources do not fix):
+- Kernel: Gaussian exp(−‖x−y‖²/(2σ²)) on features standardised with training statistics; σ
+  defaults to the median pairwise distance (:func:`mlgraph.graphs.median_sigma`) times
+  ``sigma_scale``. The same σ serves the entropy criterion, the Nyström map and the degrees.
+- Degrees: d = Φ̂(Φ̂ᵀ1), the row sums of the Nyström kernel over all n training points, in
+  O(n·r); clipped below at 1, the smallest degree an exact Gaussian kernel matrix can have
+  (K_ii = 1), so that points far from every prototype do not get a near-infinite weight 1/d.
+- Eigenvalue cut-off: eigenvalues of K_mm below ``eig_tol``·λ_max (default 1e-10) are dropped.
+- Entropy search: ``entropy_iterations`` swap trials (default 2000), a fixed budget with no
+  early stop; draws from ``numpy.random.default_rng(random_state)``: first a permutation of the
+  n points (the first m are the initial set), then all trial positions at once.
+- Defaults γ1 = 0.5 (half of the ≈1 bound above, so (P) stays convex in w) and γ2 = 1; the
+  papers tune both by cross-validation.
+- Encoding: c = 2y − 1 on labelled rows, 0 on unlabelled rows (A removes them anyway), one
+  output per label, each label a binary ±1 problem; the score is the latent e_l(x), threshold 0.
+- Semi-supervised input follows scikit-learn's convention: a row of ``Y`` filled with −1 marks
+  an unlabelled training point; all training points enter the prototype search and the degrees.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+import scipy.linalg
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from mlgraph.graphs import gaussian_kernel, median_sigma, squared_distances
+from mlgraph.methods.base import (
+    check_features,
+    check_params,
+    check_X_Y,
+    nonneg,
+    positive,
+    positive_int,
+    standardisation,
+)
+
+DEGREE_FLOOR = 1.0  # exact Gaussian-kernel degrees are >= K_ii = 1
+
+
+def nonneg_int(v) -> bool:
+    return isinstance(v, Integral) and not isinstance(v, bool) and v >= 0
+
+
+def renyi_entropy(K: np.ndarray) -> float:
+    """Quadratic Rényi entropy estimate of a prototype set from its kernel matrix,
+    H = −log(1/m² Σ_ij K_ij) = −log(mean of K)."""
+    return float(-np.log(np.mean(K)))
+
+
+def select_prototypes(X: np.ndarray, n_prototypes: int, sigma: float, n_iter: int,
+                      random_state=0) -> np.ndarray:
+    """Indices of ``n_prototypes`` rows of X chosen by the quadratic Rényi entropy swap search.
+
+    ``rng = numpy.random.default_rng(random_state)``; ``perm = rng.permutation(n)`` puts the
+    initial random set in ``perm[:m]``; then ``rng.integers(m, size=n_iter)`` (prototype slot
+    to leave) and ``rng.integers(m, n, size=n_iter)`` (non-prototype slot to enter) are drawn.
+    Trial t swaps the two slots if that lowers the kernel sum Σ_ij K(p_i, p_j), i.e. raises the
+    entropy. ``n_iter = 0`` returns the initial random set. Each trial costs one kernel row.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    m = min(int(n_prototypes), n)
+    rng = np.random.default_rng(random_state)
+    perm = rng.permutation(n)
+    if m == n or n_iter == 0:
+        return np.sort(perm[:m])
+    out_slot = rng.integers(m, size=n_iter)
+    in_slot = rng.integers(m, n, size=n_iter)
+    P = X[perm[:m]]                                 # working set, updated in place
+    p_sq = np.einsum("ij,ij->i", P, P)
+    K = gaussian_kernel(P, sigma=sigma)             # its kernel matrix, m x m
+    rows = K.sum(axis=1)                            # row sums; the kernel sum is rows.sum()
+    scale = -0.5 / sigma**2
+    for a, j in zip(out_slot, in_slot):
+        x = X[perm[j]]
+        x_sq = x @ x
+        k = np.exp(np.maximum(p_sq + x_sq - 2.0 * (P @ x), 0.0) * scale)  # K(x, p_i), i = 1..m
+        # Change of the kernel sum when x replaces p_a: the row and column of p_a leave, those
+        # of x enter (the diagonal K(x, x) = K(p_a, p_a) = 1 cancels).
+        k_in = k.sum() - k[a]                       # Σ_{i≠a} K(x, p_i)
+        if k_in < rows[a] - K[a, a]:                # smaller sum, larger entropy: keep the swap
+            k[a] = 1.0                              # K(x, x) on the new diagonal
+            rows += k - K[a]
+            rows[a] = k.sum()
+            K[a, :] = k
+            K[:, a] = k
+            P[a] = x
+            p_sq[a] = x_sq
+            perm[a], perm[j] = perm[j], perm[a]
+    return np.sort(perm[:m])
