@@ -7,6 +7,7 @@ unlabelled training point; labelled rows hold 0/1.
 
 from __future__ import annotations
 
+import os
 from numbers import Integral, Real
 
 import numpy as np
@@ -90,4 +91,5 @@ def cached_graph(memory, X: np.ndarray, **params):
     and ML-LGC on training plus test points) then build it once, even across the processes of
     a Hydra sweep. A precomputed ``sqdist`` is a function of ``X`` and is left out of the key.
     """
+    memory = str(memory) if isinstance(memory, os.PathLike) else memory
     return check_memory(memory).cache(build_graph, ignore=["sqdist"])(X, **params)
