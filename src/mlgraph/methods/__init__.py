@@ -1,5 +1,6 @@
 """Estimators, one module per method family, scikit-learn style."""
 
 from mlgraph.methods.manifold import MLMR, MLMRRW
+from mlgraph.methods.propagation import MLGFHF, MLLGC
 
-__all__ = ["MLMR", "MLMRRW"]
+__all__ = ["MLGFHF", "MLLGC", "MLMR", "MLMRRW"]
