@@ -32,7 +32,8 @@ run: $(STAMP)  ## the main job: ML-MRRW on yeast under paper 000's protocol
 ui: $(STAMP)  ## MLflow UI on the local store
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath $(OUT))/mlflow.db --host 127.0.0.1 --port $(PORT)
 
-bench: $(STAMP)  ## speed and overhead ratios, measured in one run
+bench: $(STAMP)  ## speed and overhead ratios, measured in one run (adds the reference libraries)
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python -m mlgraph.bench $(ARGS)
 
 sweep-reliance: $(STAMP)  ## reliance-weight grid (ν1, ν2) on yeast, parallel Hydra jobs

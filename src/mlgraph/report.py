@@ -106,6 +106,8 @@ def score_tables(trials: Mapping[str, pd.DataFrame], metrics: Sequence[str], blo
 def markdown(table: pd.DataFrame, floatfmt: str = "{:.4f}") -> str:
     """A pipe table (index included) for report.md."""
     def cell(v):
+        if isinstance(v, float) and v != 0 and abs(v) < 1e-3:
+            return f"{v:.2e}"  # p-values
         return floatfmt.format(v) if isinstance(v, float) else str(v)
     header = [str(table.index.name or "")] + [str(c) for c in table.columns]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

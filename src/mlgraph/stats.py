@@ -356,8 +356,9 @@ def nemenyi(scores: pd.DataFrame, alpha: float = 0.05, higher_is_better: bool = 
     p = sp.posthoc_nemenyi_friedman(r)
     p = p.loc[list(r.columns), list(r.columns)]
     p.index.name = p.columns.name = None
-    significant = p < alpha
-    np.fill_diagonal(significant.values, False)
+    sig = p.to_numpy() < alpha
+    np.fill_diagonal(sig, False)
+    significant = pd.DataFrame(sig, index=p.index, columns=p.columns)
     return {
         "N": n,
         "K": k,
@@ -440,17 +441,31 @@ def cd_diagram(
     res = nemenyi(scores, alpha, higher_is_better)
     if ax is None:
         k = res["K"]
-        fig = Figure(figsize=(7.0, 1.6 + 0.3 * math.ceil(k / 2) + 0.25 * k), layout="constrained")
+        # labels are drawn outside the axes: reserve room for the longest "name (1.23)" on each side
+        label_in = 0.075 * (max(len(str(c)) for c in scores.columns) + 7)
+        width = 4.0 + 2 * label_in
+        fig = Figure(figsize=(width, 1.6 + 0.3 * (math.ceil(k / 2) + 3)))
         FigureCanvasAgg(fig)
         ax = fig.add_subplot()
+        fig.subplots_adjust(left=label_in / width + 0.02, right=1 - label_in / width - 0.02,
+                            top=0.88 if title else 0.96, bottom=0.04)
     else:
         fig = ax.figure
     sp.critical_difference_diagram(
-        res["average_ranks"], res["p_values"], cd=res["CD"], alpha=alpha, ax=ax,
+        res["average_ranks"], res["p_values"], alpha=alpha, ax=ax,
         label_fmt_left="{label} ({rank:.2f})", label_fmt_right="({rank:.2f}) {label}",
+        text_h_margin=0.02 * max(np.ptp(res["average_ranks"].to_numpy()), 0.5),
     )
+    # The CD bar is drawn here rather than by scikit-posthocs (cd=...), which puts it at y = 0.5,
+    # on top of the tick labels of the rank axis.
+    start = float(res["average_ranks"].min())
+    ax.plot([start, start + res["CD"]], [1.3, 1.3], color="k", linewidth=1.5, marker="|", markersize=8)
+    ax.text(start + res["CD"] / 2, 1.45, f"CD = {res['CD']:.2f} (Nemenyi, α = {alpha:g})",
+            ha="center", va="bottom", fontsize=9)
+    ax.set_ylim(top=2.1)
+    ax.tick_params(axis="x", labelsize=9)
     if title:
-        ax.set_title(title, pad=28)
+        ax.set_title(title)
     return fig
 
 
