@@ -1,6 +1,7 @@
 """Estimators, one module per method family, scikit-learn style."""
 
 from mlgraph.methods.manifold import MLMR, MLMRRW
+from mlgraph.methods.mlknn import MLkNN
 from mlgraph.methods.propagation import MLGFHF, MLLGC
 
-__all__ = ["MLGFHF", "MLLGC", "MLMR", "MLMRRW"]
+__all__ = ["MLGFHF", "MLLGC", "MLMR", "MLMRRW", "MLkNN"]

@@ -26,7 +26,12 @@ Notes on the implementation:
   ``self_neighbour=True`` x_i counts as its own first neighbour, N(x_i) = {x_i} ∪ its K − 1
   nearest other points, which is what scikit-multilearn's MLkNN (and its fork
   scikit-multilearn-ng) does by querying ``kneighbors(X_train, K)``. Test points use their K
-  nearest training points in both cases.
+  nearest training points in both cases. Hence k ≤ m − 1 (k ≤ m with ``self_neighbour``).
+- Parity with scikit-multilearn(-ng) 0.0.8 ``MLkNN(k, s)``: with ``self_neighbour=True`` and
+  ``standardize=False`` the priors, tables and scores are bitwise equal and predictions equal
+  except (i) exact ties P(H_1)P(E|H_1) = P(H_0)P(E|H_0), where it predicts 1 and we predict 0,
+  and (ii) tied distances: it keeps sklearn ``NearestNeighbors`` order (not the lower index),
+  and among duplicate training points it may return another copy in place of the point itself.
 - ML-kNN is supervised: rows of ``Y`` filled with −1 (unlabelled) are dropped before fitting.
 - Everything is computed in blocks of query rows (bounded memory), without loops over samples.
 """
@@ -62,13 +67,19 @@ def _is_bool(v) -> bool:
     return isinstance(v, (bool, np.bool_))
 
 
-def _block_sqdist(A: np.ndarray, B: np.ndarray, sq_b: np.ndarray) -> np.ndarray:
-    """Squared distances of the rows of A to the rows of B (Gram formula); entries at the
-    formula's rounding level are recomputed in difference form, so duplicates give exactly 0."""
+def _block_sqdist(A: np.ndarray, B: np.ndarray, sq_b: np.ndarray, offset: int | None) -> np.ndarray:
+    """Squared distances of the rows of A to the rows of B (Gram formula); with ``offset``,
+    row i of A is row ``offset + i`` of B and that entry is set to inf (it is excluded anyway).
+    Entries at the formula's rounding level are recomputed in difference form, so duplicate
+    points are at distance exactly 0 (only rows whose minimum is that small are scanned)."""
     D = squared_distances(A, B)
-    sq_a = np.einsum("ij,ij->i", A, A)
-    rows, cols = np.nonzero(D <= (_ROUNDING * (sq_a + sq_b.max(initial=0.0)))[:, None])
-    if len(rows):
+    if offset is not None:
+        D[np.arange(len(A)), offset + np.arange(len(A))] = np.inf
+    tiny = _ROUNDING * (np.einsum("ij,ij->i", A, A) + sq_b.max(initial=0.0))
+    near = np.flatnonzero(D.min(axis=1) <= tiny)
+    if len(near):
+        r, cols = np.divmod(np.flatnonzero(D[near] <= tiny[near, None]), D.shape[1])
+        rows = near[r]
         diff = A[rows] - B[cols]
         D[rows, cols] = np.einsum("ij,ij->i", diff, diff)
     return D
@@ -119,8 +130,9 @@ class MLkNN(ClassifierMixin, BaseEstimator):
         step = max(1, min(_MAX_BLOCK_ROWS, _BLOCK_ELEMENTS // n))
         for start in range(0, Q.shape[0], step):
             stop = min(Q.shape[0], start + step)
-            D = _block_sqdist(Q[start:stop], Xf, sq_b)
-            rows, cols = nearest_columns(D, k, start if exclude_self else None)
+            offset = start if exclude_self else None
+            D = _block_sqdist(Q[start:stop], Xf, sq_b, offset)
+            rows, cols = nearest_columns(D, k, offset)
             indicator = sp.csr_matrix((np.ones(len(cols), dtype=np.int32), (rows, cols)),
                                       shape=(stop - start, n))
             out[start:stop] = indicator @ Yf
