@@ -3,5 +3,6 @@
 from mlgraph.methods.manifold import MLMR, MLMRRW
 from mlgraph.methods.mlknn import MLkNN
 from mlgraph.methods.propagation import MLGFHF, MLLGC
+from mlgraph.methods.weak_label import SSWL
 
-__all__ = ["MLGFHF", "MLLGC", "MLMR", "MLMRRW", "MLkNN"]
+__all__ = ["MLGFHF", "MLLGC", "MLMR", "MLMRRW", "MLkNN", "SSWL"]

@@ -1,0 +1,357 @@
+"""SSWL, semi-supervised weak-label learning (Dong, Li & Zhou, AAAI 2018; ref. 18 of paper 000).
+
+Weak-label encoding
+-------------------
+SSWL sees a training label matrix in which an entry is either a *known positive* or
+*uncertain* (a missing positive, a negative, or any entry of an unlabelled instance). Our input
+follows the project convention (labelled rows hold full 0/1 label sets, rows of −1 are
+unlabelled) and is mapped as the authors' code maps its ±1 matrix ``Train_Label`` (+1 known
+positive, −1 otherwise, unlabelled rows all −1)::
+
+    P = 1 where a labelled row has Y_ij = 1, else 0       (``label_1``  in SSWL.m)
+    U = 1 − P                                              (``label_F_1`` in SSWL.m)
+
+so an unlabelled row and a labelled row without any positive label are the same to SSWL, and
+known negatives carry no more information than missing labels (the weak-label assumption).
+
+Objective (bi-convex)
+---------------------
+With Ã = [X_s, 1] (n × p, standardised training features plus a bias column; labelled and
+unlabelled instances), the first model F = ÃW, the second model G = ÃW* (both n × m), their
+combination O = P∘F + U∘G, the row-normalised kNN instance similarity S (n × n) and the label
+similarity L (m × m), SSWL minimises
+
+    J(W, W*, L) = ‖P∘F − P‖²                 (1) fit the known positives with +1
+                + α ‖O − S O L‖²              (2) smoothness: each instance's predictions are
+                                                  rebuilt from its neighbours' (S) through the
+                                                  label similarity (L)
+                + β ‖U∘(F − G)‖²              (3) consistency of the two models on uncertain entries
+                + ζ ‖U∘G + U‖²                (4) the second model pulls uncertain entries to −1
+
+(Frobenius norms; ∘ the Hadamard product). The two coupled models are the "ensemble of
+multiple models" of the abstract: F alone trusts the known positives, G encodes the prior
+that an uncertain entry is more likely negative, β ties them together. J is convex in W, in
+W* and in L separately (each term is a squared norm of an affine function of one block when
+the others are fixed), and jointly non-convex through the product S O L.
+
+Block coordinate descent (one sweep = W, then W*, then L, as in SSWL.m)
+------------------------------------------------------------------------
+Write vec(·) column-wise and Ã_M = [M_1∘Ã, …, M_m∘Ã] (n × mp, column j of the mask scaling
+the rows), C_M = Ã_Mᵀ S Ã_M and E_M = (S Ã_M)ᵀ (S Ã_M); J_p is the p × p matrix of ones. With
+N(X) = X − S X L and its adjoint Nᵀ(R) = R − Sᵀ R Lᵀ, the normal equations are
+
+    W  : H_P vec(W)  = vec(Ãᵀ(P + β U∘G − α P∘Nᵀ(N(U∘G))))
+    W* : H_U vec(W*) = vec(Ãᵀ(−ζ U + β U∘F − α U∘Nᵀ(N(P∘F))))
+    H_M = blockdiag_j(Ãᵀ diag(D_j) Ã) + α [blockdiag_j(Ãᵀ diag(M_j) Ã)
+          − (Lᵀ⊗J_p)∘C_M − ((Lᵀ⊗J_p)∘C_M)ᵀ + (LLᵀ⊗J_p)∘E_M]
+      with D = P + βU for W and D = (β + ζ)U for W*;
+    L  : (TᵀT) L = TᵀO with T = S O (least squares; only term (2) depends on L).
+
+Each is solved in closed form with a Cholesky factorisation (LAPACK ``potrf/potrs``); a
+singular system (e.g. collinear features) falls back to the minimum-norm least-squares solution
+(``gelsd``), which is still an exact block minimiser. C_M, E_M and the block diagonals depend
+only on the masks, so they are formed once per fit; a sweep costs two (mp)² combinations and
+two mp × mp factorisations (memory O((mp)²), time O(n (mp)²) once plus O((mp)³) a sweep; this
+is why SSWL is practical for emotions, scene and yeast but not for mediamill, m = 101, as paper
+000 reports). The objective after every sweep is recorded in ``objective_``
+(entry 0 at the initial point) and cannot increase; the loop stops when the relative decrease
+is below ``tol`` or after ``max_iter`` sweeps. Scores for new points are X̃_test W, and label j
+is predicted where its score is > 0 (the sign rule of SSWL.m).
+
+Assumptions
+-----------
+- Sources: the abstract of the paper and the authors' Matlab code (github.com/dhc123/SSWL,
+  ``SSWL/SSWL.m``, ``SSWL/demo_SSWL.m``). The body of the paper could not be retrieved, so the
+  objective is written from SSWL.m (its ``loss_2``) and the terms are numbered (1)–(4) here,
+  not with the paper's equation numbers; a difference between paper and code could not be
+  checked and is not claimed.
+- Mapping of our labels to weak labels as above (P from labelled positives, U = 1 − P); known
+  negatives are deliberately not used, as in the code, which turns its ±1 labels into P/U.
+- Defaults are those of ``demo_SSWL.m``: α = 1.6, β = 0.06, ζ = 0.06; k = 5 neighbours and
+  20 sweeps are hard-coded in SSWL.m.
+- Instance graph: SSWL.m builds a symmetrised 5-NN heat-kernel graph (sltoolbox
+  ``slaffinitymat``: w = exp(−d²/(2σ²)), σ² = mean squared distance over the kNN pairs, self
+  excluded) and row-normalises it, S = D⁻¹W. We use :func:`mlgraph.graphs.build_graph`
+  (exact kNN, max-symmetrised, heat weights) with that σ by default (``sigma=None``; an
+  explicit ``sigma`` overrides it), then row-normalise. The code's approximate NN search and
+  its (unstated) symmetrisation rule are replaced by exact kNN and the max rule.
+- Features are standardised with training statistics (project convention) instead of the
+  min-max scaling of the authors' preprocessing; constant features are dropped from Ã (their
+  coefficients are 0) so that the block systems stay well posed.
+- Initialisation as in SSWL.m: W = I_{p×m} (ones on the leading diagonal), W* = 0, L = I_m.
+  Since W is updated first, its initial value only affects ``objective_[0]``.
+- Block solves: SSWL.m runs ``pcg`` (tolerance 1e-6) on the same normal equations; we solve
+  them exactly (Cholesky, least-squares fallback), so each step is the exact block minimiser
+  and the objective is monotone up to rounding.
+- Stopping: SSWL.m stops when the absolute change of the objective is < 0.01 or after 20
+  sweeps; we use a relative change < ``tol`` (default 1e-5, about 0.01 on an objective of
+  order 10³ as on yeast) or ``max_iter`` = 20 sweeps.
+- L is unconstrained, as in SSWL.m (a least-squares fit, not necessarily symmetric).
+  ``label_similarity="symmetric"`` is an option of ours, off by default: it minimises (2)
+  over symmetric L, whose normal equation is the Lyapunov/Sylvester equation
+  (TᵀT) L + L (TᵀT) = TᵀO + OᵀT, solved by Bartels–Stewart (``solve_sylvester``).
+- With α = 0 term (2) vanishes and L is left unchanged (any L is then a minimiser).
+- Prediction uses the first model only, sign(X̃ W) with 0 → negative, as SSWL.m does; the
+  second model W* serves training only. ``decision_function`` returns X̃ W for ranking.
+- The algorithm is deterministic; ``random_state`` only reaches the graph builder.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.neighbors import NearestNeighbors
+from sklearn.utils.validation import check_is_fitted
+
+from mlgraph.methods.base import (
+    cached_graph,
+    check_features,
+    check_params,
+    check_X_Y,
+    nonneg,
+    positive,
+    positive_int,
+    standardisation,
+)
+
+LABEL_SIMILARITY = ("free", "symmetric")
+
+
+def weak_label_masks(Y: np.ndarray, labelled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(P, U) of SSWL from our semi-supervised labels: P marks known positives (1 on labelled
+    rows), U = 1 − P every uncertain entry (negatives, and all entries of unlabelled rows)."""
+    P = ((Y == 1) & labelled[:, None]).astype(np.float64)
+    return P, 1.0 - P
+
+
+def knn_mean_sigma(Xs: np.ndarray, k: int) -> float:
+    """σ of sltoolbox's heat kernel: σ² = mean squared distance to the k nearest neighbours."""
+    dist, _ = NearestNeighbors(n_neighbors=k).fit(Xs).kneighbors()  # self excluded
+    sigma = float(np.sqrt(np.mean(dist**2)))
+    if sigma <= 0.0:
+        raise ValueError("SSWL: the k nearest neighbours are all duplicates; pass sigma explicitly")
+    return sigma
+
+
+def row_normalise(W: sp.spmatrix) -> sp.csr_matrix:
+    """S = D⁻¹ W (row-stochastic); a row without weight stays zero."""
+    W = sp.csr_matrix(W, dtype=np.float64)
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    inv = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
+    return sp.csr_matrix(sp.diags(inv) @ W)
+
+
+def _solve_spd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Exact minimiser of ½xᵀHx − bᵀx for symmetric PSD H: Cholesky, or minimum-norm lstsq."""
+    try:
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=False), b,
+                                      check_finite=False)
+    except np.linalg.LinAlgError:
+        return scipy.linalg.lstsq(H, b, check_finite=False)[0]
+
+
+class _SSWLProblem:
+    """The SSWL objective on fixed data (design Ã, masks P/U, instance similarity S) and its
+    three exact block updates. Arrays: A (n × p), P, U (n × m), S sparse (n × n)."""
+
+    def __init__(self, A, P, U, S, alpha, beta, zeta, label_similarity="free"):
+        self.A, self.P, self.U, self.S = A, P, U, sp.csr_matrix(S)
+        self.alpha, self.beta, self.zeta = float(alpha), float(beta), float(zeta)
+        self.label_similarity = label_similarity
+        self.n, self.p = A.shape
+        self.m = P.shape[1]
+        # Mask-only parts of the W and W* systems, formed once (see the module docstring).
+        self._parts = {"P": self._mask_parts(P, P + self.beta * U),
+                       "U": self._mask_parts(U, (self.beta + self.zeta) * U)}
+
+    def _blockdiag(self, D: np.ndarray) -> np.ndarray:
+        """The diagonal blocks Ãᵀ diag(D_j) Ã, as an (m, p, p) array."""
+        return np.stack([self.A.T @ (D[:, j, None] * self.A) for j in range(self.m)])
+
+    def _mask_parts(self, M: np.ndarray, D: np.ndarray) -> dict:
+        m, p = self.m, self.p
+        AM = (M[:, :, None] * self.A[:, None, :]).reshape(self.n, m * p)  # [M_1∘Ã, …, M_m∘Ã]
+        SAM = self.S @ AM
+        return {
+            "fit": self._blockdiag(D),
+            "own": self._blockdiag(M),
+            "C": (AM.T @ SAM).reshape(m, p, m, p),
+            "E": (SAM.T @ SAM).reshape(m, p, m, p),
+        }
+
+    # -- pieces of the objective -------------------------------------------------------------
+    def N(self, X: np.ndarray, L: np.ndarray) -> np.ndarray:
+        """X − S X L."""
+        return X - (self.S @ X) @ L
+
+    def Nt(self, R: np.ndarray, L: np.ndarray) -> np.ndarray:
+        """Adjoint of N: R − Sᵀ R Lᵀ."""
+        return R - (self.S.T @ R) @ L.T
+
+    def objective(self, W: np.ndarray, Ws: np.ndarray, L: np.ndarray) -> float:
+        P, U = self.P, self.U
+        F, G = self.A @ W, self.A @ Ws
+        O = P * F + U * G
+        return float(np.sum((P * F - P) ** 2) + self.alpha * np.sum(self.N(O, L) ** 2)
+                     + self.beta * np.sum((U * (F - G)) ** 2) + self.zeta * np.sum((U * G + U) ** 2))
+
+    # -- exact block updates ------------------------------------------------------------------
+    def _system(self, key: str, L: np.ndarray) -> np.ndarray:
+        parts, m, p = self._parts[key], self.m, self.p
+        if self.alpha > 0:
+            cross = L.T[:, None, :, None] * parts["C"]                    # (Lᵀ⊗J_p)∘C
+            H = (L @ L.T)[:, None, :, None] * parts["E"]                   # (LLᵀ⊗J_p)∘E
+            H -= cross
+            H -= cross.transpose(2, 3, 0, 1)                               # its transpose
+            H *= self.alpha
+            diag = parts["fit"] + self.alpha * parts["own"]
+        else:
+            H, diag = np.zeros((m, p, m, p)), parts["fit"]
+        j = np.arange(m)
+        H[j, :, j, :] += diag                                              # block diagonal
+        H = H.reshape(m * p, m * p)
+        return 0.5 * (H + H.T)
+
+    def _solve(self, key: str, rhs: np.ndarray, L: np.ndarray) -> np.ndarray:
+        """Coefficients (p × m) from the normal equations of block ``key``."""
+        w = _solve_spd(self._system(key, L), rhs.T.ravel())               # column-wise vec
+        return w.reshape(self.m, self.p).T
+
+    def update_W(self, Ws: np.ndarray, L: np.ndarray) -> np.ndarray:
+        P, U = self.P, self.U
+        G = self.A @ Ws
+        target = P + self.beta * U * G
+        if self.alpha > 0:
+            target -= self.alpha * P * self.Nt(self.N(U * G, L), L)
+        return self._solve("P", self.A.T @ target, L)
+
+    def update_Wstar(self, W: np.ndarray, L: np.ndarray) -> np.ndarray:
+        P, U = self.P, self.U
+        F = self.A @ W
+        target = -self.zeta * U + self.beta * U * F
+        if self.alpha > 0:
+            target -= self.alpha * U * self.Nt(self.N(P * F, L), L)
+        return self._solve("U", self.A.T @ target, L)
+
+    def update_L(self, W: np.ndarray, Ws: np.ndarray, L: np.ndarray) -> np.ndarray:
+        if self.alpha == 0:
+            return L
+        O = self.P * (self.A @ W) + self.U * (self.A @ Ws)
+        T = self.S @ O
+        TtT, TtO = T.T @ T, T.T @ O
+        if self.label_similarity == "free":
+            return _solve_spd(TtT, TtO)
+        try:
+            Ln = scipy.linalg.solve_sylvester(TtT, TtT, TtO + TtO.T)
+        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+            Ln = None
+        if Ln is None or not np.all(np.isfinite(Ln)):  # singular TᵀT: least squares on vec(L)
+            m = self.m
+            K = np.kron(np.eye(m), TtT) + np.kron(TtT, np.eye(m))
+            Ln = scipy.linalg.lstsq(K, (TtO + TtO.T).T.ravel(), check_finite=False)[0].reshape(m, m).T
+        return 0.5 * (Ln + Ln.T)
+
+
+class SSWL(ClassifierMixin, BaseEstimator):
+    """Semi-supervised weak-label learning (SSWL) as a scikit-learn estimator.
+
+    Parameters (defaults from the authors' ``demo_SSWL.m`` / ``SSWL.m``)
+    alpha : weight of the instance/label smoothness term (2).
+    beta : weight of the consistency of the two models on uncertain entries (3).
+    zeta : weight pulling the second model to −1 on uncertain entries (4).
+    k : neighbours of the instance graph; sigma : heat-kernel bandwidth on standardised
+        features (None: σ² = mean squared kNN distance, as sltoolbox).
+    max_iter, tol : at most ``max_iter`` BCD sweeps; stop when the relative objective
+        decrease of a sweep is below ``tol``.
+    label_similarity : "free" (SSWL.m) or "symmetric" (L constrained symmetric; ours).
+    random_state, memory : passed to the graph builder / joblib cache.
+
+    Fitted attributes: ``coef_`` (W, (n_features + 1) × m, bias last), ``coef_star_`` (W*),
+    ``label_similarity_`` (L), ``graph_`` (row-normalised S), ``sigma_``, ``objective_``
+    (after 0, 1, … sweeps), ``n_iter_``, ``mean_``, ``scale_``, ``n_features_in_``.
+    """
+
+    _rules = {
+        "alpha": (nonneg, "a non-negative number (weight of the smoothness term)"),
+        "beta": (positive, "a positive number (weight of the two-model consistency term)"),
+        "zeta": (positive, "a positive number (weight of the second model's −1 prior)"),
+        "k": (positive_int, "a positive integer (neighbours of the instance graph)"),
+        "sigma": (lambda v: v is None or positive(v), "None (mean kNN distance) or > 0"),
+        "max_iter": (positive_int, "a positive integer"),
+        "tol": (nonneg, "a non-negative number"),
+        "label_similarity": (lambda v: v in LABEL_SIMILARITY, f"one of {LABEL_SIMILARITY}"),
+    }
+
+    def __init__(self, alpha=1.6, beta=0.06, zeta=0.06, k=5, sigma=None, max_iter=20, tol=1e-5,
+                 label_similarity="free", random_state=0, memory=None):
+        self.alpha = alpha
+        self.beta = beta
+        self.zeta = zeta
+        self.k = k
+        self.sigma = sigma
+        self.max_iter = max_iter
+        self.tol = tol
+        self.label_similarity = label_similarity
+        self.random_state = random_state
+        self.memory = memory
+
+    def _problem(self, X, Y) -> _SSWLProblem:
+        """Validate, standardise, build the graph and the masks (sets the preprocessing
+        attributes); the fitted problem is what :meth:`fit` runs BCD on."""
+        check_params(self, self._rules)
+        X, Y, labelled = check_X_Y(X, Y)
+        if self.k >= X.shape[0]:
+            raise ValueError(f"SSWL: parameter k={self.k!r} must be smaller than the number of "
+                             f"training points ({X.shape[0]})")
+        self.mean_, self.scale_ = standardisation(X)
+        Xs = (X - self.mean_) / self.scale_
+        self.sigma_ = knn_mean_sigma(Xs, self.k) if self.sigma is None else float(self.sigma)
+        W = cached_graph(self.memory, Xs, kind="knn", sigma=self.sigma_, weights="heat", k=self.k,
+                         random_state=self.random_state)
+        self.graph_ = row_normalise(W)
+        self.active_ = np.isfinite(self.scale_)                 # constant features drop out
+        A = np.hstack([Xs[:, self.active_], np.ones((X.shape[0], 1))])
+        P, U = weak_label_masks(Y, labelled)
+        self.n_features_in_ = X.shape[1]
+        return _SSWLProblem(A, P, U, self.graph_, self.alpha, self.beta, self.zeta,
+                            self.label_similarity)
+
+    def fit(self, X, Y):
+        """Fit on all training points; rows of ``Y`` equal to −1 are unlabelled."""
+        prob = self._problem(X, Y)
+        W = np.eye(prob.p, prob.m)                               # initial point of SSWL.m
+        Ws = np.zeros((prob.p, prob.m))
+        L = np.eye(prob.m)
+        history = [prob.objective(W, Ws, L)]
+        n_iter = 0
+        for n_iter in range(1, self.max_iter + 1):
+            W = prob.update_W(Ws, L)
+            Ws = prob.update_Wstar(W, L)
+            L = prob.update_L(W, Ws, L)
+            history.append(prob.objective(W, Ws, L))
+            if history[-2] - history[-1] <= self.tol * abs(history[-2]):
+                break
+        self.coef_ = self._full(W)
+        self.coef_star_ = self._full(Ws)
+        self.label_similarity_ = L
+        self.objective_ = np.asarray(history)
+        self.n_iter_ = n_iter
+        return self
+
+    def _full(self, W: np.ndarray) -> np.ndarray:
+        """Coefficients over all features (zeros for constant ones), bias last."""
+        out = np.zeros((self.n_features_in_ + 1, W.shape[1]))
+        out[np.append(self.active_, True)] = W
+        return out
+
+    def decision_function(self, X) -> np.ndarray:
+        """Real-valued scores [X_s, 1] W of the first model (used for ranking)."""
+        check_is_fitted(self, "coef_")
+        X = check_features(X, self.n_features_in_)
+        return ((X - self.mean_) / self.scale_) @ self.coef_[:-1] + self.coef_[-1]
+
+    def predict(self, X) -> np.ndarray:
+        """Binary label matrix: label j where its score is > 0 (sign rule of SSWL.m)."""
+        return (self.decision_function(X) > 0).astype(np.int8)

@@ -1,0 +1,166 @@
+"""SSWL (Dong, Li & Zhou 2018): exact block updates, BCD monotonicity, a synthetic sanity check,
+the weak-label mapping, parameter checks and determinism. The objective and its gradients are
+written out here independently of the estimator's Kronecker-assembled normal equations."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.metrics import f1_score, roc_auc_score
+
+from mlgraph.methods.weak_label import SSWL, weak_label_masks
+
+
+def _problem(n=240, d=6, q=4, frac=0.2, n_test=200, seed=0):
+    """Linear-threshold labels; ``frac`` of the training rows labelled, the rest −1."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n + n_test, d))
+    Y = (X @ rng.normal(size=(d, q)) + 0.3 * rng.normal(size=(n + n_test, q)) > 0.5).astype(np.int8)
+    Y_semi = Y[:n].copy()
+    Y_semi[rng.permutation(n)[int(frac * n):]] = -1
+    return X[:n], Y_semi, X[n:], Y[n:]
+
+
+def _pieces(est, X, Y):
+    """Design [X_s, 1], masks and dense S, built here from the fitted preprocessing."""
+    A = np.hstack([(X - est.mean_) / est.scale_, np.ones((len(X), 1))])
+    lab = (Y != -1).all(axis=1)
+    P = np.where(lab[:, None] & (Y == 1), 1.0, 0.0)
+    return A, P, 1.0 - P, est.graph_.toarray()
+
+
+def _objective(A, P, U, S, W, Ws, L, a, b, z):
+    F, G = A @ W, A @ Ws
+    O = P * F + U * G
+    return (np.sum((P * F - P) ** 2) + a * np.sum((O - S @ O @ L) ** 2)
+            + b * np.sum((U * (F - G)) ** 2) + z * np.sum((U * G + U) ** 2))
+
+
+def _gradients(A, P, U, S, W, Ws, L, a, b, z):
+    F, G = A @ W, A @ Ws
+    O = P * F + U * G
+    R = O - S @ O @ L
+    back = R - S.T @ R @ L.T
+    gW = 2 * A.T @ (P * (F - 1) + a * P * back + b * U * (F - G))
+    gWs = 2 * A.T @ (a * U * back - b * U * (F - G) + z * U * (G + 1))
+    gL = -2 * a * (S @ O).T @ R
+    return gW, gWs, gL
+
+
+@pytest.mark.parametrize("label_similarity", ["free", "symmetric"])
+def test_each_block_update_is_the_exact_block_minimiser(label_similarity):
+    X, Y, _, _ = _problem(n=120, d=4, q=3, seed=3)
+    a, b, z = 1.3, 0.2, 0.15
+    est = SSWL(alpha=a, beta=b, zeta=z, label_similarity=label_similarity)
+    prob = est._problem(X, Y)
+    A, P, U, S = _pieces(est, X, Y)
+    rng = np.random.default_rng(0)
+    p, m = A.shape[1], P.shape[1]
+    W, Ws, L = rng.normal(size=(p, m)), rng.normal(size=(p, m)), np.eye(m) + 0.3 * rng.normal(size=(m, m))
+    if label_similarity == "symmetric":
+        L = 0.5 * (L + L.T)
+    J = lambda W_, Ws_, L_: _objective(A, P, U, S, W_, Ws_, L_, a, b, z)  # noqa: E731
+
+    Ws0, L0 = Ws, L
+    W = prob.update_W(Ws0, L0)          # one sweep, in the estimator's order
+    Ws = prob.update_Wstar(W, L0)
+    L = prob.update_L(W, Ws, L0)
+    gW = _gradients(A, P, U, S, W, Ws0, L0, a, b, z)[0]
+    gWs = _gradients(A, P, U, S, W, Ws, L0, a, b, z)[1]
+    gL = _gradients(A, P, U, S, W, Ws, L, a, b, z)[2]
+    if label_similarity == "symmetric":
+        np.testing.assert_array_equal(L, L.T)
+        gL = 0.5 * (gL + gL.T)  # the gradient within the symmetric matrices
+    scale = J(W, Ws0, L0)
+    for g in (gW, gWs, gL):
+        assert np.abs(g).max() < 1e-8 * scale
+
+    # No perturbation of the updated block lowers the objective (the block problems are convex).
+    for _ in range(5):
+        dW, dL = 1e-3 * rng.normal(size=W.shape), 1e-3 * rng.normal(size=L.shape)
+        if label_similarity == "symmetric":
+            dL = 0.5 * (dL + dL.T)
+        assert J(W + dW, Ws0, L0) > J(W, Ws0, L0)
+        assert J(W, Ws + dW, L0) > J(W, Ws, L0)
+        assert J(W, Ws, L + dL) > J(W, Ws, L)
+    assert J(W, Ws, L) <= J(W, Ws, L0) <= J(W, Ws0, L0)
+
+
+def test_objective_history_is_non_increasing_and_matches_the_fitted_point():
+    X, Y, _, _ = _problem(seed=1)
+    est = SSWL(tol=0.0, max_iter=15).fit(X, Y)
+    obj = est.objective_
+    assert est.n_iter_ == 15 and len(obj) == 16
+    assert np.all(np.diff(obj) <= 1e-10 * obj[:-1])
+    assert obj[-1] < 0.5 * obj[0]
+    A, P, U, S = _pieces(est, X, Y)
+    final = _objective(A, P, U, S, est.coef_, est.coef_star_, est.label_similarity_,
+                       est.alpha, est.beta, est.zeta)
+    assert final == pytest.approx(obj[-1], rel=1e-10)
+    # Stopping rule: with the default tol the loop ends at a small relative decrease.
+    est2 = SSWL(tol=1e-3).fit(X, Y)
+    assert est2.n_iter_ < 15
+    assert (est2.objective_[-2] - est2.objective_[-1]) <= 1e-3 * est2.objective_[-2]
+
+
+def test_beats_label_prior_baseline_with_20_percent_labelled():
+    X, Y, X_test, Y_test = _problem(seed=2)
+    est = SSWL().fit(X, Y)
+    pred = est.predict(X_test)
+    assert pred.dtype == np.int8 and set(np.unique(pred)) <= {0, 1}
+    f1 = f1_score(Y_test, pred, average="micro")
+    prior = (Y[(Y != -1).all(axis=1)]).mean(axis=0)
+    baseline = max(
+        f1_score(Y_test, np.ones_like(Y_test), average="micro"),                    # all positive
+        f1_score(Y_test, np.broadcast_to(prior > 0.5, Y_test.shape).astype(int), average="micro"),
+        float(Y_test.mean()),                                  # expected F1 of sampling the prior
+    )
+    assert f1 > baseline + 0.08
+    assert roc_auc_score(Y_test, est.decision_function(X_test), average="macro") > 0.8
+
+
+def test_graph_and_label_similarity_properties():
+    X, Y, _, _ = _problem(seed=4)
+    est = SSWL(label_similarity="symmetric").fit(X, Y)
+    S = est.graph_
+    np.testing.assert_allclose(np.asarray(S.sum(axis=1)).ravel(), 1.0)        # row-stochastic
+    assert S.diagonal().max() == 0 and S.min() >= 0
+    assert np.diff(S.indptr).min() >= est.k                                      # kNN degrees
+    L = est.label_similarity_
+    np.testing.assert_array_equal(L, L.T)
+    off = np.abs(L - np.diag(np.diag(L))).sum(axis=1)
+    assert np.all(np.diag(L) > off)                    # each label is mostly its own neighbour
+    free = SSWL().fit(X, Y).label_similarity_           # SSWL.m: unconstrained, not symmetric
+    assert np.all(np.isfinite(free)) and not np.allclose(free, free.T)
+
+
+def test_weak_label_mapping_unlabelled_rows_equal_rows_without_positives():
+    X, Y, X_test, _ = _problem(seed=5)
+    unl = (Y == -1).all(axis=1)
+    P, U = weak_label_masks(Y, ~unl)
+    assert P[unl].sum() == 0 and np.all(U[unl] == 1)
+    np.testing.assert_array_equal(P[~unl], Y[~unl])
+    # An unlabelled row carries the same weak-label information as a row with no positives.
+    Y_zero = Y.copy()
+    Y_zero[unl] = 0
+    a = SSWL().fit(X, Y)
+    b = SSWL().fit(X, Y_zero)
+    np.testing.assert_allclose(a.decision_function(X_test), b.decision_function(X_test), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("alpha", -1.0), ("beta", 0.0), ("zeta", -0.1), ("k", 0), ("k", 2.5), ("k", 240),
+    ("sigma", 0.0), ("max_iter", 0), ("tol", -1e-3), ("label_similarity", "sym"),
+])
+def test_bad_parameters_raise_naming_the_parameter(name, value):
+    X, Y, _, _ = _problem(n=240)
+    with pytest.raises(ValueError, match=f"parameter {name}="):
+        SSWL(**{name: value}).fit(X, Y)
+
+
+def test_deterministic_for_fixed_random_state():
+    X, Y, X_test, _ = _problem(seed=6)
+    a = SSWL(random_state=3).fit(X, Y)
+    b = clone(a).fit(X, Y)
+    np.testing.assert_array_equal(a.decision_function(X_test), b.decision_function(X_test))
+    np.testing.assert_array_equal(a.objective_, b.objective_)
+    np.testing.assert_array_equal(a.label_similarity_, b.label_similarity_)
