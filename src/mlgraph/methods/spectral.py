@@ -2,15 +2,18 @@
 
 The baseline [33] of paper 000 (Mehrkanoon & Suykens, "Multi-label semi-supervised learning
 using regularized kernel spectral clustering", IJCNN 2016). It is the multi-class
-semi-supervised KSC model MSS-KSC (Mehrkanoon, Alzate, Mall, Langone & Suykens, IEEE TNNLS
-26(4):720–733, 2015, the primal problem of Sec. III) with one output per label, solved in the
-primal on an explicit Nyström feature map built on prototypes chosen by the fixed-size
-(quadratic Rényi entropy) criterion, as in the large-scale FS-SSKSC model (Mehrkanoon &
-Suykens, "Large scale semi-supervised learning using KSC based model", IJCNN 2014) and the
-fixed-size LS-SVM (Suykens et al., *Least Squares Support Vector Machines*, 2002, Ch. 6;
-De Brabanter et al., "Optimized fixed-size kernel models for large data sets", CSDA 2010).
-Only the abstracts of the three Mehrkanoon papers and LS-SVMlab's ``kentropy`` could be read
-here, so the equations below are written out and derived in full rather than quoted by number.
+semi-supervised KSC model MSS-KSC (Mehrkanoon, Alzate, Mall, Langone & Suykens, "Multiclass
+semisupervised learning based upon kernel spectral clustering", IEEE TNNLS 26(4):720–733, 2015)
+with one output per label, solved in the primal on an explicit Nyström feature map built on
+prototypes chosen by the fixed-size (quadratic Rényi entropy) criterion, as in the large-scale
+FS-SSKSC model (Mehrkanoon & Suykens, "Large scale semi-supervised learning using KSC based
+model", IJCNN 2014) and the fixed-size LS-SVM (Suykens et al., *Least Squares Support Vector
+Machines*, 2002; De Brabanter et al., "Optimized fixed-size kernel models for large data sets",
+CSDA 2010). Only the abstracts of the Mehrkanoon papers (MSS-KSC: a regularized KSC whose
+model is a linear system; FS-SSKSC: a Nyström feature map and a solve in the primal) and
+LS-SVMlab's ``kentropy`` (H = −log of the mean kernel) could be read, so no equation numbers
+are quoted: the problem below is written out and its linear system derived here (and checked
+by the tests against a numerical gradient and against the Lagrangian dual).
 
 Model. Training points x_1..x_n (labelled and unlabelled alike), q labels. For label l,
 
@@ -51,8 +54,10 @@ Assumptions (choices the sources do not fix):
 - Entropy search: ``entropy_iterations`` swap trials (default 2000), a fixed budget with no
   early stop; draws from ``numpy.random.default_rng(random_state)``: first a permutation of the
   n points (the first m are the initial set), then all trial positions at once.
-- Defaults γ1 = 0.5 (half of the ≈1 bound above, so (P) stays convex in w) and γ2 = 1; the
-  papers tune both by cross-validation.
+- Defaults γ1 = 0.9, just below the bound λ_max(Φ̂ᵀVΦ̂) ≈ 1 (so (P) stays convex in w while
+  the unlabelled points weigh in; past the bound accuracy collapses on toy problems), and
+  γ2 = 1; the papers tune both by cross-validation. γ1 and γ2 are the raw weights of (P), not
+  rescaled by n or by the number of labelled points.
 - Encoding: c = 2y − 1 on labelled rows, 0 on unlabelled rows (A removes them anyway), one
   output per label, each label a binary ±1 problem; the score is the latent e_l(x), threshold 0.
 - Semi-supervised input follows scikit-learn's convention: a row of ``Y`` filled with −1 marks
@@ -68,7 +73,7 @@ import scipy.linalg
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from mlgraph.graphs import gaussian_kernel, median_sigma, squared_distances
+from mlgraph.graphs import gaussian_kernel, median_sigma
 from mlgraph.methods.base import (
     check_features,
     check_params,
@@ -133,3 +138,111 @@ def select_prototypes(X: np.ndarray, n_prototypes: int, sigma: float, n_iter: in
             p_sq[a] = x_sq
             perm[a], perm[j] = perm[j], perm[a]
     return np.sort(perm[:m])
+
+
+def nystrom_map(K_mm: np.ndarray, eig_tol: float = 1e-10) -> np.ndarray:
+    """The m×r matrix U Λ^-½ of the Nyström feature map φ̂(x) = (U Λ^-½)ᵀ k_m(x), from the
+    eigendecomposition K_mm = U Λ Uᵀ; eigenvalues below ``eig_tol``·λ_max are dropped."""
+    lam, U = scipy.linalg.eigh(K_mm)
+    keep = lam > eig_tol * lam[-1]
+    return U[:, keep] / np.sqrt(lam[keep])
+
+
+def nystrom_degrees(Phi: np.ndarray) -> np.ndarray:
+    """Degrees d = Φ̂(Φ̂ᵀ1) of the Nyström kernel matrix Φ̂Φ̂ᵀ, clipped below at 1."""
+    return np.maximum(Phi @ Phi.sum(axis=0), DEGREE_FLOOR)
+
+
+def solve_primal(Phi: np.ndarray, degrees: np.ndarray, C: np.ndarray, labelled: np.ndarray,
+                 gamma1: float, gamma2: float) -> tuple[np.ndarray, np.ndarray]:
+    """(W, b) solving the stationarity system (S) of the primal (P) for every column of C.
+
+    Phi : n×r explicit features; degrees : the n diagonal entries of D; C : n×q codes (rows of
+    unlabelled points are ignored, A zeroes them); labelled : boolean mask. One symmetric
+    indefinite factorisation serves all q columns. Returns W (r×q) and b (q,).
+    """
+    n, r = Phi.shape
+    a = labelled.astype(np.float64)
+    R = gamma2 * a - gamma1 / degrees                          # diagonal of γ2 A − γ1 D⁻¹
+    F = np.hstack([Phi, np.ones((n, 1))])                      # [Φ̂ 1]
+    M = F.T @ (R[:, None] * F)                                 # [Φ̂ 1]ᵀ R [Φ̂ 1]
+    M[np.arange(r), np.arange(r)] += 1.0                       # + I on the w block
+    rhs = gamma2 * (F.T @ np.where(labelled[:, None], C, 0.0))  # γ2 [Φ̂ 1]ᵀ A c
+    sol = scipy.linalg.solve(M, rhs, assume_a="sym", check_finite=False)
+    return sol[:r], sol[r]
+
+
+class MLFSKSC(ClassifierMixin, BaseEstimator):
+    """ML-FSKSC [33]: fixed-size multi-label semi-supervised regularized KSC (see the module).
+
+    gamma1 : weight γ1 ≥ 0 of the (maximised) KSC term eᵀD⁻¹e over all training points; the
+        unlabelled points act through it. Below ≈1 the primal stays convex in w.
+    gamma2 : weight γ2 > 0 of the squared error on the labelled points.
+    sigma, sigma_scale : Gaussian bandwidth (None: median pairwise distance of the standardised
+        training features), multiplied by ``sigma_scale``.
+    n_prototypes : m, number of prototypes (capped at n). entropy_iterations : swap trials of
+        the Rényi entropy search (0: a random subset). eig_tol : relative eigenvalue cut-off of
+        the Nyström map. random_state : seeds the σ subsample and the prototype search.
+    """
+
+    _rules = {
+        "gamma1": (nonneg, "a non-negative number (weight of the KSC term)"),
+        "gamma2": (positive, "a positive number (weight of the labelled-data term)"),
+        "sigma": (lambda v: v is None or positive(v), "None (median heuristic) or > 0"),
+        "sigma_scale": (positive, "a positive number"),
+        "n_prototypes": (positive_int, "a positive integer"),
+        "entropy_iterations": (nonneg_int, "a non-negative integer (0: random prototypes)"),
+        "eig_tol": (lambda v: nonneg(v) and v < 1, "a number in [0, 1)"),
+    }
+
+    def __init__(self, gamma1=0.9, gamma2=1.0, sigma=None, sigma_scale=1.0, n_prototypes=200,
+                 entropy_iterations=2000, eig_tol=1e-10, random_state=0):
+        self.gamma1 = gamma1
+        self.gamma2 = gamma2
+        self.sigma = sigma
+        self.sigma_scale = sigma_scale
+        self.n_prototypes = n_prototypes
+        self.entropy_iterations = entropy_iterations
+        self.eig_tol = eig_tol
+        self.random_state = random_state
+
+    def fit(self, X, Y):
+        """Fit on all training points; rows of ``Y`` equal to −1 are unlabelled."""
+        check_params(self, self._rules)
+        X, Y, labelled = check_X_Y(X, Y)
+        self.mean_, self.scale_ = standardisation(X)
+        Xs = (X - self.mean_) / self.scale_
+        base_sigma = median_sigma(Xs, random_state=self.random_state) if self.sigma is None else self.sigma
+        self.sigma_ = float(base_sigma) * self.sigma_scale
+
+        idx = select_prototypes(Xs, self.n_prototypes, self.sigma_, self.entropy_iterations,
+                                random_state=self.random_state)
+        P = Xs[idx]
+        K_mm = gaussian_kernel(P, sigma=self.sigma_)
+        self.components_ = nystrom_map(K_mm, self.eig_tol)                  # U Λ^-½, m×r
+        Phi = gaussian_kernel(Xs, P, sigma=self.sigma_) @ self.components_  # Φ̂ = K_nm U Λ^-½
+        self.degrees_ = nystrom_degrees(Phi)
+        C = np.where(labelled[:, None], 2.0 * Y - 1.0, 0.0)                 # ±1 / 0 codes
+        self.coef_, self.intercept_ = solve_primal(Phi, self.degrees_, C, labelled,
+                                                   self.gamma1, self.gamma2)
+        self.prototype_indices_ = idx
+        self.prototypes_ = P
+        self.entropy_ = renyi_entropy(K_mm)
+        self.n_labelled_ = int(labelled.sum())
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def transform(self, X) -> np.ndarray:
+        """Nyström features φ̂(x) = (U Λ^-½)ᵀ k_m(x) of new points."""
+        check_is_fitted(self, "coef_")
+        X = check_features(X, self.n_features_in_)
+        Xs = (X - self.mean_) / self.scale_
+        return gaussian_kernel(Xs, self.prototypes_, sigma=self.sigma_) @ self.components_
+
+    def decision_function(self, X) -> np.ndarray:
+        """Label scores e_l(x) = φ̂(x)ᵀw_l + b_l, one column per label."""
+        return self.transform(X) @ self.coef_ + self.intercept_
+
+    def predict(self, X) -> np.ndarray:
+        """Binary label matrix: label l is predicted where e_l(x) > 0."""
+        return (self.decision_function(X) > 0).astype(np.int8)
