@@ -2,8 +2,8 @@
 
 from mlgraph.methods.manifold import MLMR, MLMRRW
 from mlgraph.methods.mlknn import MLkNN
-from mlgraph.methods.spectral import MLFSKSC
 from mlgraph.methods.propagation import MLGFHF, MLLGC
+from mlgraph.methods.spectral import MLFSKSC
 from mlgraph.methods.weak_label import SSWL
 
 __all__ = ["MLFSKSC", "MLGFHF", "MLLGC", "MLMR", "MLMRRW", "MLkNN", "SSWL"]
