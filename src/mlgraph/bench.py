@@ -150,8 +150,32 @@ def bench_mlknn_vs_skmultilearn() -> list[tuple]:
              "0 of the entries")]
 
 
+def bench_comparison_yeast() -> list[tuple]:
+    """The whole paper 000 comparison on yeast (seven methods, ten rates, ten repetitions:
+    ``python -m run experiment=ssl_comparison hydra.sweeper.params.dataset=yeast``), wall time on
+    this machine's cores, against the main job alone (ML-MRRW on yeast) in the same run. Fresh
+    store and empty graph cache, so shared graphs are built once, as in a first run."""
+    import os
+    import subprocess
+    import sys
+
+    def wall(args: list[str]) -> float:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {**os.environ, "MLGRAPH_OUTPUT_DIR": tmp}
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "run", *args, "progress=false"], env=env, check=True,
+                           capture_output=True, cwd=Path(__file__).resolve().parents[2])
+            return time.perf_counter() - start
+
+    t_all = wall(["experiment=ssl_comparison", "hydra.sweeper.params.dataset=yeast"])
+    t_main = wall(["method=mlmrrw", "dataset=yeast"])
+    cores = os.cpu_count()
+    return [(f"paper 000 comparison, yeast, 7 methods ({cores} cores)", t_all, t_main, t_all / t_main,
+             "wall time; reference = ML-MRRW job alone")]
+
+
 BENCHES = {"mlmrrw_vs_lu": bench_mlmrrw_vs_lu, "arff_vs_liac": bench_arff_vs_liac,
-           "mlflow_overhead": bench_mlflow_overhead, "mlknn_vs_skmultilearn": bench_mlknn_vs_skmultilearn}
+           "mlflow_overhead": bench_mlflow_overhead, "mlknn_vs_skmultilearn": bench_mlknn_vs_skmultilearn, "comparison_yeast": bench_comparison_yeast}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import mlflow
 import pandas as pd
+from omegaconf import OmegaConf
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "hparams"
 
@@ -55,9 +56,13 @@ def select(ranked: pd.DataFrame, metric: str, tolerance: float, prefer_max: str 
     return close[preferred == preferred.max()].iloc[0]
 
 
-def hparams_yaml(best: pd.Series, keys: tuple[str, ...], source: str) -> str:
-    """A ``# @package _global_`` file setting ``keys`` to the values of one ranked run."""
-    lines = ["# @package _global_", f"# Chosen by {source}", "method:"]
+def hparams_yaml(best: pd.Series, keys: tuple[str, ...], source: str, defaults: list[str] = ()) -> str:
+    """A ``# @package _global_`` file setting ``keys`` to the values of one ranked run, after
+    the hparams files in ``defaults`` (e.g. ML-LGC on top of ML-GFHF's graph settings)."""
+    lines = ["# @package _global_", f"# Chosen by {source}"]
+    if defaults:
+        lines += ["defaults:", *[f"  - {d}" for d in defaults], "  - _self_"]
+    lines += ["method:"]
     lines += [f"  {k.split('.', 1)[1]}: {best[f'params.{k}']}" for k in keys if k.startswith("method.")]
     return "\n".join(lines) + "\n"
 
@@ -85,10 +90,12 @@ def main(argv: list[str] | None = None) -> None:
     source = (f"python -m mlgraph.hparams {args.experiment} --dataset {args.dataset} --method "
               f"{args.method}\n# ({args.metric} = {chosen[f'metrics.{args.metric}']:.4f}; best of "
               f"{len(ranked)} runs = {ranked[f'metrics.{args.metric}'].iloc[0]:.4f}; rule: {rule})")
-    text = hparams_yaml(chosen, keys, source)
+    path = CONF / f"{args.method}_{args.dataset}.yaml"
+    kept = [d for d in (OmegaConf.load(path).get("defaults", []) if path.exists() else []) if d != "_self_"]
+    text = hparams_yaml(chosen, keys, source, kept)  # an existing file's defaults list is kept
     print(f"\n{text}")
     if args.write:
-        (CONF / f"{args.method}_{args.dataset}.yaml").write_text(text)
+        path.write_text(text)
 
 
 if __name__ == "__main__":
