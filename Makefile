@@ -44,6 +44,7 @@ sweep-hparams: $(STAMP)  ## the exploration that chose conf/hparams (DATASET=yea
 
 compare: $(STAMP)  ## paper 000's seven methods on four datasets (parallel Hydra jobs)
 	$(BIN)/python -m run experiment=ssl_comparison $(ARGS)
+	$(BIN)/python -m run experiment=ssl_comparison_mediamill $(ARGS)
 
 report: $(STAMP)  ## figures and Friedman/post-hoc tables of a comparison, read back from MLflow
 	$(BIN)/python -m mlgraph.report experiment=$(or $(EXPERIMENT),ssl_comparison) $(ARGS)
