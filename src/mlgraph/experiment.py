@@ -18,11 +18,13 @@ import mlflow
 import pandas as pd
 from hydra.utils import call, instantiate
 from omegaconf import DictConfig, OmegaConf
+from sklearn.pipeline import Pipeline
 
 from mlgraph.data import MultiLabelDataset, load_dataset
 from mlgraph.metrics import METRICS
 from mlgraph.report import FIG1_METRICS, format_summary, plot_metrics_vs_rate, save_figure
 from mlgraph.runner import resolve_parallelism, run_trials, summarise
+from mlgraph.selection import Standardise
 from mlgraph.tracking import config_params, log_batch, provenance_tags, setup_from_config
 
 log = logging.getLogger(__name__)
@@ -54,13 +56,24 @@ class AllTrialsFailed(RuntimeError):
 def load_from_config(dataset: DictConfig) -> MultiLabelDataset:
     """Load the dataset a ``dataset`` config group describes (protocol keys excluded)."""
     fields = OmegaConf.to_container(dataset, resolve=True, throw_on_missing=True)
-    fields.pop("subsample", None)
+    for protocol_key in ("subsample", "cv_train_size"):
+        fields.pop(protocol_key, None)
     return load_dataset(**fields)
 
 
-def make_estimator(method: DictConfig):
-    """Instantiate the estimator of a ``method`` config (its ``name`` is a label only)."""
-    return instantiate({k: v for k, v in method.items() if k != "name"}, _convert_="all")
+def _instantiate(group: DictConfig):
+    return instantiate({k: v for k, v in group.items() if k != "name"}, _convert_="all")
+
+
+def make_estimator(method: DictConfig, selector: DictConfig | None = None, normalise: bool = False):
+    """Instantiate the estimator of a ``method`` config (its ``name`` is a label only). With a
+    feature ``selector`` and/or ``normalise`` (paper 004's protocol), the pipeline
+    normalise → select features → method, every step fitted on a trial's training part only."""
+    estimator = _instantiate(method)
+    steps = [("normalise", Standardise())] if normalise else []
+    if selector is not None and selector.get("_target_") is not None:
+        steps.append(("select", _instantiate(selector)))
+    return Pipeline([*steps, ("classify", estimator)]) if steps else estimator
 
 
 def _metric_rows(summary: pd.DataFrame, table: pd.DataFrame, metrics: list[str]):
@@ -105,7 +118,8 @@ def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,
     """
     parallelism = resolve_parallelism(cfg.n_jobs, in_parallel_launcher)
     experiment_id = setup_from_config(cfg.tracking)
-    run_name = f"{cfg.method.name}-{cfg.dataset.name}"
+    selector = cfg.get("selector", {}).get("name", "none")
+    run_name = f"{cfg.method.name}-{cfg.dataset.name}" + (f"-{selector}" if selector != "none" else "")
     spent = {"logging": 0.0, "trials": 0.0}  # tracking overhead, reported by `make bench`
     with mlflow.start_run(experiment_id=experiment_id, run_name=run_name) as run:
         run_id = run.info.run_id
@@ -113,13 +127,15 @@ def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,
             with _timed(spent, "logging"):
                 log_batch(run_id, params=config_params(cfg),
                           tags={**provenance_tags(), "method": cfg.method.name, "dataset": cfg.dataset.name,
+                                "selector": selector,
                                 "n_jobs": parallelism.n_jobs, "blas_threads": parallelism.blas_threads})
             data = load_from_config(cfg.dataset)
             with _timed(spent, "logging"):
                 log_batch(run_id, tags={"dataset_sha256": data.sha256, "dataset_source": data.source,
                                         "dataset_shape": f"{data.n_samples}x{data.n_features}x{data.n_labels}"})
-            estimator = make_estimator(cfg.method)
-            trials = call(cfg.protocol, n_samples=data.n_samples, seed=cfg.seed)
+            protocol = {k: v for k, v in cfg.protocol.items() if k != "normalise"}
+            estimator = make_estimator(cfg.method, cfg.get("selector"), cfg.protocol.get("normalise", False))
+            trials = call(protocol, n_samples=data.n_samples, seed=cfg.seed)
             metrics = list(METRICS)
             with _timed(spent, "trials"):
                 table = run_trials(estimator, data.X, data.Y, trials, metrics, parallelism,

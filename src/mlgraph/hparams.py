@@ -42,6 +42,9 @@ def ranked_runs(experiment: str, dataset: str, method: str, metric: str = "avg_p
         raise LookupError(f"no finished {method} run on {dataset} in experiment {experiment!r}")
     keys = tuple(c.removeprefix("params.") for c in runs.columns
                  if c.startswith("params.method.") and runs[c].nunique(dropna=False) > 1)
+    if not keys:
+        raise LookupError(f"no method parameter varies between the {len(runs)} finished {method} runs on "
+                          f"{dataset}: nothing to choose")
     columns = [f"params.{k}" for k in keys] + [f"metrics.{metric}", "run_id"]
     return runs[columns].sort_values(f"metrics.{metric}", ascending=False, ignore_index=True), keys
 

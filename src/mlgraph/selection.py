@@ -104,10 +104,12 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+
+from mlgraph.methods.base import check_features, standardisation
 
 __all__ = [
     "DEFAULT_FRACTION",
@@ -629,3 +631,22 @@ class SPEC(_RankingSelector):
         phi[constant] = np.inf
         self.phi_ = phi
         return -phi
+
+
+class Standardise(TransformerMixin, BaseEstimator):
+    """Paper 004's normalisation, fitted on the training part of a trial: features constant on
+    it are removed and the others z-scored with its mean and standard deviation. Sparse input
+    is densified (z-scoring does not keep zeros)."""
+
+    def fit(self, X, Y=None):
+        X = check_features(X)
+        mean, scale = standardisation(X)
+        self.keep_ = np.isfinite(scale)
+        self.mean_, self.scale_ = mean[self.keep_], scale[self.keep_]
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self, "keep_")
+        X = check_features(X, self.n_features_in_)
+        return (X[:, self.keep_] - self.mean_) / self.scale_

@@ -58,3 +58,29 @@ def test_targets_mark_unlabelled_rows():
     targets = trial.targets(Y)
     assert targets.shape == (8, 2) and (targets[~trial.labelled] == -1).all()
     assert (targets[trial.labelled] == 1).all() and (Y == 1).all()
+
+
+def test_cross_validation_folds_partition_the_data_and_are_reproducible():
+    from mlgraph.protocols import cross_validation_trials
+
+    trials = cross_validation_trials(103, folds=10, seed=3)
+    assert len(trials) == 10 and all(t.rate == 1.0 and t.labelled.all() for t in trials)
+    tests = np.concatenate([t.test for t in trials])
+    assert sorted(tests) == list(range(103))  # every instance tested exactly once
+    assert all(len(np.intersect1d(t.train, t.test)) == 0 and len(t.train) + len(t.test) == 103 for t in trials)
+    again = cross_validation_trials(103, folds=10, seed=3)
+    assert all((a.test == b.test).all() for a, b in zip(trials, again))
+    assert not (cross_validation_trials(103, folds=10, seed=4)[0].test == trials[0].test).all()
+
+
+def test_cross_validation_random_draws_for_large_sets():
+    from mlgraph.protocols import cross_validation_trials
+
+    trials = cross_validation_trials(7395, seed=0, train_size=1800, test_size=0.1, repeats=10)
+    assert len(trials) == 10
+    assert all(len(t.train) == 1800 and len(t.test) == 740 for t in trials)
+    assert all(len(np.intersect1d(t.train, t.test)) == 0 for t in trials)
+    with pytest.raises(ValueError, match="train_size"):
+        cross_validation_trials(100, train_size=95, test_size=0.1)
+    with pytest.raises(ValueError, match="folds"):
+        cross_validation_trials(5, folds=6)

@@ -4,6 +4,13 @@ from mlgraph.methods.manifold import MLMR, MLMRRW
 from mlgraph.methods.mlknn import MLkNN
 from mlgraph.methods.propagation import MLGFHF, MLLGC
 from mlgraph.methods.spectral import MLFSKSC
+from mlgraph.methods.transformation import (
+    BinaryRelevance,
+    CalibratedLabelRanking,
+    EnsembleClassifierChains,
+    RAkEL,
+)
 from mlgraph.methods.weak_label import SSWL
 
-__all__ = ["MLFSKSC", "MLGFHF", "MLLGC", "MLMR", "MLMRRW", "MLkNN", "SSWL"]
+__all__ = ["BinaryRelevance", "CalibratedLabelRanking", "EnsembleClassifierChains", "RAkEL",
+           "MLFSKSC", "MLGFHF", "MLLGC", "MLMR", "MLMRRW", "MLkNN", "SSWL"]
