@@ -7,7 +7,7 @@ OUT    ?= outputs
 PORT   ?= 5000
 ARGS   ?=
 
-.PHONY: install test test-fast lint run ui bench sweep-reliance sweep-hparams compare report clean
+.PHONY: install test test-fast lint run ui bench sweep-reliance sweep-hparams compare report fs-sweep clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ sweep-hparams: $(STAMP)  ## the exploration that chose conf/hparams (DATASET=yea
 compare: $(STAMP)  ## paper 000's seven methods on four datasets (parallel Hydra jobs)
 	$(BIN)/python -m run experiment=ssl_comparison $(ARGS)
 	$(BIN)/python -m run experiment=ssl_comparison_mediamill $(ARGS)
+
+fs-sweep: $(STAMP)  ## paper 004's feature-fraction sweep and its all-features line
+	$(BIN)/python -m run experiment=feature_fraction $(ARGS)
+	$(BIN)/python -m run experiment=feature_fraction_all $(ARGS)
 
 report: $(STAMP)  ## figures and Friedman/post-hoc tables of a comparison, read back from MLflow
 	$(BIN)/python -m mlgraph.report experiment=$(or $(EXPERIMENT),ssl_comparison) $(ARGS)

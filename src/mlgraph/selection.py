@@ -104,10 +104,10 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, check_memory, validate_data
 
 from mlgraph.methods.base import check_features, standardisation
 
@@ -303,8 +303,18 @@ def _is_int(v) -> bool:
     return isinstance(v, Integral) and not isinstance(v, bool)
 
 
+def _scores(selector, X, Y, constant) -> tuple[np.ndarray, dict]:
+    """Feature scores of ``selector`` and the fitted attributes its ranking set (the function
+    cached by ``memory``)."""
+    scores = selector._score(X, Y, constant)
+    return scores, {k: v for k, v in vars(selector).items() if k.endswith("_") and not k.startswith("_")}
+
+
 class _RankingSelector(SelectorMixin, BaseEstimator):
-    """Ranks features in ``fit`` (subclasses implement ``_score``) and keeps the best."""
+    """Ranks features in ``fit`` (subclasses implement ``_score``) and keeps the best.
+
+    ``memory`` (a folder or joblib Memory) caches the ranking by the content of the training
+    part and every parameter but ``fraction``/``k``, so a fraction sweep ranks once per fold."""
 
     def _fail(self, name: str, text: str):
         raise ValueError(f"{type(self).__name__}: parameter {name}={getattr(self, name)!r} must be {text}")
@@ -344,7 +354,14 @@ class _RankingSelector(SelectorMixin, BaseEstimator):
             raise ValueError("need at least 2 training rows")
         self.n_selected(X.shape[1])  # k <= d
         constant = _constant_features(X)
-        scores = np.asarray(self._score(X, Yc, constant), dtype=np.float64)
+        if self.memory is None:
+            scores = self._score(X, Yc, constant)
+        else:  # one ranking per training part serves every fraction of a sweep, across jobs
+            ranker = clone(self).set_params(fraction=None, k=None, memory=None)
+            scores, fitted = check_memory(str(self.memory)).cache(_scores)(ranker, X, Yc, constant)
+            for name, value in fitted.items():
+                setattr(self, name, value)
+        scores = np.asarray(scores, dtype=np.float64)
         scores = np.where(constant, -np.inf, scores)
         if np.isnan(scores).any():  # a bug, not a data problem
             raise RuntimeError(f"{type(self).__name__} produced NaN scores")
@@ -388,9 +405,10 @@ class GMBA(_RankingSelector):
     """
 
     def __init__(self, fraction=None, k=None, n_neighbors=3, s_min=1.0, lam=1.0, n_iter=None,
-                 beta=0.9, adaptive_metric=False, random_state=None):
+                 beta=0.9, adaptive_metric=False, random_state=None, memory=None):
         self.fraction = fraction
         self.k = k
+        self.memory = memory
         self.n_neighbors = n_neighbors
         self.s_min = s_min
         self.lam = lam
@@ -472,9 +490,10 @@ class MLFS(_RankingSelector):
     One pass of sparse products ``Y^T X`` and ``Y^T X^2``.
     """
 
-    def __init__(self, fraction=None, k=None):
+    def __init__(self, fraction=None, k=None, memory=None):
         self.fraction = fraction
         self.k = k
+        self.memory = memory
 
     def _score(self, X, Y, constant):
         n_k = np.asarray(Y.sum(axis=0)).ravel()
@@ -510,9 +529,10 @@ class MLRF(_RankingSelector):
     matrix kept); cost O(n^2 d + n nnz(Y) log n + n q k d).
     """
 
-    def __init__(self, fraction=None, k=None, n_neighbors=3):
+    def __init__(self, fraction=None, k=None, n_neighbors=3, memory=None):
         self.fraction = fraction
         self.k = k
+        self.memory = memory
         self.n_neighbors = n_neighbors
 
     def _check_params(self) -> None:
@@ -593,9 +613,10 @@ class SPEC(_RankingSelector):
 
     VARIANTS = ("phi1", "phi2")
 
-    def __init__(self, fraction=None, k=None, variant="phi1"):
+    def __init__(self, fraction=None, k=None, variant="phi1", memory=None):
         self.fraction = fraction
         self.k = k
+        self.memory = memory
         self.variant = variant
 
     def _check_params(self) -> None:

@@ -412,3 +412,17 @@ def test_constant_features_rank_last_without_nan(planted, cls):
         assert set(est.ranking_[-2:]) == {2, 5}
         np.testing.assert_array_equal(np.flatnonzero(est.constant_features_), [2, 5])
         assert np.isneginf(est.scores_[[2, 5]]).all()
+
+
+def test_ranking_cache_serves_every_fraction(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 12))
+    Y = (X[:, :3] + 0.3 * rng.normal(size=(80, 3)) > 0).astype(int)
+    plain = GMBA(fraction=0.5, random_state=0).fit(X, Y)
+    cached = [GMBA(fraction=f, random_state=0, memory=str(tmp_path)).fit(X, Y) for f in (0.2, 0.5, 0.9)]
+    entries = [p for p in tmp_path.rglob("output.pkl")]
+    assert len(entries) == 1  # one ranking computed, two loaded
+    for model in cached:
+        np.testing.assert_array_equal(model.ranking_, plain.ranking_)
+        np.testing.assert_array_equal(model.weights_, plain.weights_)
+    assert cached[1].get_support().sum() == plain.get_support().sum() == 6
