@@ -72,13 +72,19 @@ def method_label(name: str) -> str:
 
 
 def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
-    """The latest FINISHED run of each (dataset, method) of ``experiment`` (report runs excluded)."""
+    """The latest FINISHED run of each (dataset, method, selector, fraction) of ``experiment``
+    (report runs excluded)."""
     mlflow.set_tracking_uri(uri)
     runs = mlflow.search_runs(experiment_names=[experiment], filter_string="attributes.status = 'FINISHED'")
     if runs.empty or "tags.method" not in runs:
         raise LookupError(f"no finished run in MLflow experiment {experiment!r} at {uri}")
-    runs = runs[runs["tags.method"].notna() & runs["tags.dataset"].notna()]
-    runs = runs.sort_values("start_time").groupby(["tags.dataset", "tags.method"]).tail(1)
+    runs = runs[runs["tags.method"].notna() & runs["tags.dataset"].notna()].copy()
+    runs["tags.selector"] = runs.get("tags.selector", pd.Series(index=runs.index)).fillna("none")
+    fraction = runs["params.selector.fraction"] if "params.selector.fraction" in runs else None
+    runs["fraction"] = pd.to_numeric(pd.Series(fraction, index=runs.index), errors="coerce").fillna(1.0)
+    runs.loc[runs["tags.selector"] == "none", "fraction"] = 1.0
+    keys = ["tags.dataset", "tags.method", "tags.selector", "fraction"]
+    runs = runs.sort_values("start_time").groupby(keys).tail(1)
     order = {name: i for i, name in enumerate(PAPER000)}
     runs = runs.assign(_order=runs["tags.method"].map(lambda m: order.get(m, len(order))))
     return runs.sort_values(["tags.dataset", "_order", "tags.method"], ignore_index=True)
@@ -151,6 +157,55 @@ def dataset_report(dataset: str, runs: pd.DataFrame, cfg, out: Path) -> list[str
     return section + [""]
 
 
+FS_METRICS = ("hamming_loss", "micro_f1", "macro_f1")  # paper 004, Figs. 3-6
+TITLES.update(hamming_loss="Hamming loss")
+
+
+def plot_fraction_curves(runs: pd.DataFrame, metrics: Sequence[str] = FS_METRICS, title: str = "") -> plt.Figure:
+    """Paper 004, Figs. 3-6: each metric (mean ± std over folds) against the % of features kept,
+    one line per selector, one row of panels per classifier; all features as a horizontal line."""
+    methods = list(dict.fromkeys(runs["tags.method"]))
+    fig, axes = plt.subplots(len(methods), len(metrics), figsize=(4.2 * len(metrics), 3.4 * len(methods)),
+                             squeeze=False)
+    for row, method in zip(axes, methods):
+        mine = runs[runs["tags.method"] == method]
+        for ax, metric in zip(row, metrics):
+            for selector, group in mine[mine["tags.selector"] != "none"].groupby("tags.selector"):
+                group = group.sort_values("fraction")
+                ax.errorbar(100 * group["fraction"], group[f"metrics.{metric}"],
+                            yerr=group[f"metrics.{metric}_std"], marker="o", markersize=3, capsize=2,
+                            linewidth=1, label=selector.upper())
+            for value in mine.loc[mine["tags.selector"] == "none", f"metrics.{metric}"]:
+                ax.axhline(value, color="black", linestyle="--", linewidth=1, label="all features")
+            ax.set_xlabel("Features kept (%)")
+            ax.set_title(f"{method_label(method)}: {TITLES.get(metric, metric)}")
+            ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def fraction_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
+    """Curves and the table (metric per selector and fraction) of one dataset's feature sweep."""
+    out.mkdir(parents=True, exist_ok=True)
+    save_figure(plot_fraction_curves(runs, title=f"Feature selection on {dataset}"), out / "fraction_curves.png")
+    table = runs.pivot_table(index=["tags.method", "fraction"], columns="tags.selector",
+                             values=[f"metrics.{m}" for m in FS_METRICS])
+    table.columns = [f"{metric.removeprefix('metrics.')}[{sel}]" for metric, sel in table.columns]
+    table.to_csv(out / "fraction_table.csv")
+    section = [f"## {dataset}", "", f"![fraction curves]({dataset}/fraction_curves.png)", ""]
+    for metric in FS_METRICS:
+        wide = runs[runs["tags.selector"] != "none"].pivot_table(
+            index=["tags.method", "fraction"], columns="tags.selector", values=f"metrics.{metric}")
+        wide.index = [f"{m} {100 * f:.0f}%" for m, f in wide.index]
+        for method, value in runs.loc[runs["tags.selector"] == "none", ["tags.method", f"metrics.{metric}"]].values:
+            wide.loc[f"{method} all"] = value
+        section += [f"{TITLES.get(metric, metric)} (mean over folds)", "", markdown(wide), ""]
+    return section
+
+
 def build_report(cfg) -> Path:
     """Read the runs of ``cfg.tracking.experiment`` back from MLflow, write the comparison under
     ``cfg.report.out/<experiment>/`` and log it as the artifacts of a ``report`` run."""
@@ -162,8 +217,12 @@ def build_report(cfg) -> Path:
     out = Path(cfg.report.out) / experiment
     sections = [f"# Comparison report: MLflow experiment `{experiment}`", "",
                 f"{len(runs)} runs (latest finished per dataset and method) from {cfg.tracking.uri}.", ""]
+    feature_sweep = (runs["tags.selector"] != "none").any()
     for dataset, group in runs.groupby("tags.dataset", sort=True):
-        sections += dataset_report(dataset, group, cfg.report, out / dataset)
+        if feature_sweep:
+            sections += fraction_report(dataset, group, out / dataset)
+        else:
+            sections += dataset_report(dataset, group, cfg.report, out / dataset)
     (out / "report.md").write_text("\n".join(sections))
     with mlflow.start_run(experiment_id=experiment_id, run_name="report") as run:
         log_batch(run.info.run_id, tags={**provenance_tags(), "kind": "report",
