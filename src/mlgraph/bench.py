@@ -174,8 +174,34 @@ def bench_comparison_yeast() -> list[tuple]:
              "wall time; reference = ML-MRRW job alone")]
 
 
+def bench_gmba_ranking() -> list[tuple]:
+    """GMBA feature ranking (paper 004) on yeast and on bibtex (sparse, 7,395 × 1,836), against
+    MLFS (a one-pass filter) on the same data, and its scaling with n on bibtex subsets: the
+    ratio t(2n)/t(n) (2 = linear, 4 = quadratic). One BLAS thread."""
+    from threadpoolctl import threadpool_limits
+
+    from mlgraph.selection import GMBA, MLFS
+
+    rows = []
+    with threadpool_limits(1):
+        for name in ("yeast", "bibtex"):
+            data = load_dataset(name, f"{name}.arff.gz", f"{name}.xml")
+            t_gmba = best_time(lambda: GMBA(random_state=0).fit(data.X, data.Y), 1)
+            t_mlfs = best_time(lambda: MLFS().fit(data.X, data.Y), 3)
+            rows.append((f"GMBA ranking {name} {data.n_samples}x{data.n_features}", t_gmba, t_mlfs,
+                         t_gmba / t_mlfs, "time; reference = MLFS"))
+        order = np.random.default_rng(0).permutation(data.n_samples)
+        for n in (1000, 2000):
+            half, full = order[: n // 2], order[:n]
+            t_half = best_time(lambda: GMBA(random_state=0).fit(data.X[half], data.Y[half]), 2)
+            t_full = best_time(lambda: GMBA(random_state=0).fit(data.X[full], data.Y[full]), 2)
+            rows.append((f"GMBA scaling bibtex n={n // 2}->{n}", t_full, t_half, t_full / t_half,
+                         "t(2n)/t(n): 2 linear, 4 quadratic"))
+    return rows
+
+
 BENCHES = {"mlmrrw_vs_lu": bench_mlmrrw_vs_lu, "arff_vs_liac": bench_arff_vs_liac,
-           "mlflow_overhead": bench_mlflow_overhead, "mlknn_vs_skmultilearn": bench_mlknn_vs_skmultilearn, "comparison_yeast": bench_comparison_yeast}
+           "mlflow_overhead": bench_mlflow_overhead, "mlknn_vs_skmultilearn": bench_mlknn_vs_skmultilearn, "comparison_yeast": bench_comparison_yeast, "gmba": bench_gmba_ranking}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -153,3 +153,27 @@ def test_comparison_preset_and_report_from_mlflow(tmp_path):
     assert len(report) == 1
     artifacts = {a.path for a in client.list_artifacts(report[0].info.run_id, "emotions")}
     assert {"emotions/friedman.csv", "emotions/posthoc.csv", "emotions/metrics_vs_rate.png"} <= artifacts
+
+
+def test_feature_fraction_sweep_and_report(tmp_path):
+    few = ["dataset=emotions", "method=br_knn", "protocol.folds=3", "progress=false"]
+    proc = run(["experiment=feature_fraction", "selector=gmba,mlfs", "selector.fraction=0.2,0.5", *few], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run(["experiment=feature_fraction_all", *few], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client, runs = runs_of(tmp_path, "feature_fraction")
+    assert len(runs) == 5 and all(r.info.status == "FINISHED" for r in runs)
+    kept = {(r.data.tags["selector"], r.data.params.get("selector.fraction")): r for r in runs}
+    assert set(kept) == {("gmba", "0.2"), ("gmba", "0.5"), ("mlfs", "0.2"), ("mlfs", "0.5"), ("none", None)}
+    assert all(0 <= r.data.metrics["hamming_loss"] < 0.5 for r in runs)
+    # one ranking per (selector, fold) served both fractions: 2 × 3 cache entries, not 12
+    assert len(list((tmp_path / "cache").rglob("output.pkl"))) == 6
+
+    env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "mlgraph.report", "experiment=feature_fraction"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = tmp_path / "reports" / "feature_fraction"
+    text = (out / "report.md").read_text()
+    assert "Hamming loss" in text and "br_knn 20%" in text and "br_knn all" in text
+    assert (out / "emotions" / "fraction_curves.png").stat().st_size > 10_000
