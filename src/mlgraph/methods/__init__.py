@@ -1,5 +1,6 @@
 """Estimators, one module per method family, scikit-learn style."""
 
+from mlgraph.methods.label_manifold import ML2
 from mlgraph.methods.manifold import MLMR, MLMRRW
 from mlgraph.methods.mlknn import MLkNN
 from mlgraph.methods.propagation import MLGFHF, MLLGC
@@ -13,4 +14,4 @@ from mlgraph.methods.transformation import (
 from mlgraph.methods.weak_label import SSWL
 
 __all__ = ["BinaryRelevance", "CalibratedLabelRanking", "EnsembleClassifierChains", "RAkEL",
-           "MLFSKSC", "MLGFHF", "MLLGC", "MLMR", "MLMRRW", "MLkNN", "SSWL"]
+           "ML2", "MLFSKSC", "MLGFHF", "MLLGC", "MLMR", "MLMRRW", "MLkNN", "SSWL"]

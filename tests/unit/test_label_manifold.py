@@ -1,0 +1,223 @@
+"""ML² (paper 002): LLE weights (Eq. 2), the label-manifold QP (Eq. 3–4), the IRWLS regressor
+(Eq. 5–12), the toy experiment and the estimator."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from sklearn.base import clone
+from threadpoolctl import threadpool_limits
+
+import mlgraph.methods.label_manifold as label_manifold_module
+from mlgraph.graphs import squared_distances
+from mlgraph.methods.label_manifold import ML2, label_manifold, lle_weights, sign_msvr, sign_msvr_objective
+from mlgraph.metrics import average_precision, hamming_loss
+from mlgraph.toy import plot_toy, toy_experiment
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_blas_thread():
+    """Small dense solves: BLAS threads only add contention on a shared machine."""
+    with threadpool_limits(limits=1):
+        yield
+
+
+def _rbf(X, gamma=0.5):
+    return np.exp(-gamma * squared_distances(X))
+
+
+def _multilabel(n=120, d=5, q=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    Y = (X[:, :q] + 0.5 * X[:, 1:q + 1] + 0.3 * rng.normal(size=(n, q)) > 0.3).astype(np.int8)
+    return X, Y
+
+
+# ---------------------------------------------------------------- Eq. 2: LLE weights
+def test_lle_rows_sum_to_one_on_the_k_nearest_neighbours():
+    X = np.random.default_rng(0).normal(size=(40, 4))
+    W = lle_weights(X, 6)
+    np.testing.assert_allclose(np.asarray(W.sum(axis=1)).ravel(), 1.0, atol=1e-12)
+    assert W.diagonal().max() == 0
+    D = squared_distances(X)
+    np.fill_diagonal(D, np.inf)
+    expected = np.sort(np.argsort(D, axis=1)[:, :6], axis=1)
+    np.testing.assert_array_equal(W.indices.reshape(40, 6), expected)
+
+
+def test_lle_reconstructs_a_point_in_the_affine_span_of_its_neighbours():
+    rng = np.random.default_rng(1)
+    plane = rng.normal(size=(30, 2)) @ rng.normal(size=(2, 5)) + rng.normal(size=5)   # 2-D affine plane in R^5
+    W = lle_weights(plane, 3, reg=1e-12)
+    assert np.abs(W @ plane - plane).max() < 1e-6
+    # The ridge is what makes the Gram matrix (singular here) solvable; a large one blurs the fit.
+    assert np.abs(lle_weights(plane, 3, reg=1.0) @ plane - plane).max() > 1e-2
+
+
+def test_lle_collinear_and_duplicate_neighbours_do_not_crash():
+    t = np.linspace(0, 1, 12)[:, None]
+    line = np.hstack([t, 2 * t, -t])                       # collinear: G has rank 1 for K = 5
+    X = np.vstack([line, line[:3]])                       # and exact duplicates
+    W = lle_weights(X, 5)
+    assert np.isfinite(W.data).all()
+    np.testing.assert_allclose(np.asarray(W.sum(axis=1)).ravel(), 1.0, atol=1e-12)
+    assert np.abs(W @ X - X).max() < 1e-2
+    with pytest.raises(ValueError, match="k must be"):
+        lle_weights(X, len(X))
+
+
+# ---------------------------------------------------------------- Eq. 3–4: the QP
+def _qp_problem(n=40, q=3, k=4, seed=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    Y = (X @ rng.normal(size=(3, q)) + 0.5 * rng.normal(size=(n, q)) > 0).astype(np.int8)
+    W = lle_weights(X, k)
+    A = np.eye(n) - W.toarray()
+    return W, Y, A.T @ A
+
+
+@pytest.mark.parametrize("dense_limit", [3000, 0], ids=["dense-polish", "sparse-polish"])
+def test_label_manifold_is_feasible_and_satisfies_kkt(monkeypatch, dense_limit):
+    monkeypatch.setattr(label_manifold_module, "_DENSE_QP_LIMIT", dense_limit)
+    W, Y, M = _qp_problem()
+    mu, info = label_manifold(W, Y, lam=1.0, return_info=True)
+    assert all(i["solver"] == "L-BFGS-B+active-set" for i in info)
+    y = 2.0 * Y - 1
+    assert (y * mu >= 1.0 - 1e-8).all()
+    g = 2 * M @ mu
+    scale = np.abs(g).max()
+    active = y * mu <= 1.0 + 1e-9
+    assert active.any(axis=0).all() and (~active).any(axis=0).all()      # a non-trivial case
+    assert np.abs(g[~active]).max() < 1e-8 * scale                        # stationary on free coordinates
+    assert (y * g)[active].min() > -1e-8 * scale                          # multipliers of active bounds ≥ 0
+
+
+def test_label_manifold_matches_an_independent_dense_solver():
+    W, Y, M = _qp_problem(n=14, q=2, k=3, seed=3)
+    mu = label_manifold(W, Y)
+    for j in range(Y.shape[1]):
+        y = 2.0 * Y[:, j] - 1
+        bounds = [(1.0, None) if s > 0 else (None, -1.0) for s in y]
+        ref = minimize(lambda m: m @ M @ m, y, jac=lambda m: 2 * M @ m, method="SLSQP", bounds=bounds,
+                       options={"ftol": 1e-14, "maxiter": 1000})
+        assert ref.success
+        ours, theirs = mu[:, j] @ M @ mu[:, j], ref.fun
+        assert ours <= theirs + 1e-10
+        assert theirs <= ours * (1 + 1e-6) + 1e-10
+        np.testing.assert_allclose(mu[:, j], ref.x, atol=1e-4)
+
+
+def test_label_manifold_scales_with_lambda_and_handles_constant_labels():
+    W, Y, _ = _qp_problem(seed=4)
+    Y = np.column_stack([Y, np.ones(len(Y), np.int8), np.zeros(len(Y), np.int8)])
+    mu1, mu3 = label_manifold(W, Y, lam=1.0), label_manifold(W, 2 * Y - 1, lam=3.0)   # 0/1 or ±1 labels
+    np.testing.assert_allclose(mu3, 3 * mu1, rtol=1e-7, atol=1e-9)
+    np.testing.assert_array_equal(mu1[:, -2:], np.column_stack([np.ones(len(Y)), -np.ones(len(Y))]))
+
+
+# ---------------------------------------------------------------- Eq. 5–12: IRWLS
+def test_irwls_objective_is_non_increasing_and_consistent():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(50, 4))
+    Y = (X[:, :3] + 0.8 * rng.normal(size=(50, 3)) > 0).astype(np.int8)       # noisy: hinge is active
+    U = (2.0 * Y - 1) * (1 + rng.exponential(size=Y.shape))
+    K = _rbf(X)
+    res = sign_msvr(K, U, Y, C1=1.0, C2=10.0, epsilon=2.0, tol=0.0, max_iter=40)
+    assert res.n_iter >= 5 and len(res.objective) == res.n_iter + 1
+    F = K @ res.coef + res.intercept
+    assert (np.linalg.norm(U - F, axis=1) < 2.0).sum() >= 5          # points inside the ε-tube (β_N ≠ 0 rows)
+    assert (np.diff(res.objective) <= 0).all()
+    assert res.objective[-1] < 0.5 * res.objective[0]
+    np.testing.assert_allclose(res.objective[-1], sign_msvr_objective(K, U, Y, res.coef, res.intercept, epsilon=2.0),
+                               rtol=1e-10)
+    np.testing.assert_allclose(res.coef.sum(axis=0), 0.0, atol=1e-8)   # optimality in b (Eq. 12, 2nd row)
+
+
+def test_irwls_is_at_least_as_good_as_a_generic_optimiser():
+    """Eq. 5 minimised directly by L-BFGS-B over (β, b) with its (sub)gradient, from a small
+    random start (at β = 0 every hinge sits on its kink): IRWLS must do as well."""
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(40, 3))
+    Y = (X[:, :3] + 0.8 * rng.normal(size=(40, 3)) > 0).astype(np.int8)
+    U, y = (2.0 * Y - 1) * (1 + rng.exponential(size=Y.shape)), 2.0 * Y - 1
+    K, (n, q), eps, C2 = _rbf(X), Y.shape, 0.1, 10.0
+    res = sign_msvr(K, U, Y, C1=1.0, C2=C2, epsilon=eps, tol=1e-10, max_iter=300)
+
+    def objective(v):
+        B, b = v[:n * q].reshape(n, q), v[n * q:]
+        KB = K @ B
+        F = KB + b
+        E = U - F
+        r = np.linalg.norm(E, axis=1)
+        over = np.maximum(r - eps, 0)
+        dF = -2 * (over / np.where(r > 0, r, 1))[:, None] * E - C2 * y * (y * F <= 0)
+        value = 0.5 * (B * KB).sum() + over @ over + C2 * np.maximum(-y * F, 0).sum()
+        return value, np.concatenate([(KB + K @ dF).ravel(), dF.sum(axis=0)])
+
+    ref = minimize(objective, 0.1 * rng.normal(size=n * q + q), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-12})
+    assert ref.nit > 50
+    assert res.objective[-1] <= ref.fun * (1 + 1e-9)
+
+
+def test_irwls_without_hinge_and_epsilon_is_kernel_ridge_with_bias():
+    """C2 = 0 and ε = 0: L = ½ tr βᵀKβ + C1 Σ‖μ_i − f_i‖², minimised by
+    (K + I/(2 C1)) β + 1 bᵀ = U, 1ᵀβ = 0."""
+    rng = np.random.default_rng(6)
+    X, U = rng.normal(size=(30, 3)), rng.normal(size=(30, 2))
+    K, C1 = _rbf(X), 0.7
+    res = sign_msvr(K, U, U > 0, C1=C1, C2=0.0, epsilon=0.0, tol=1e-12)
+    n = len(X)
+    A = np.block([[K + np.eye(n) / (2 * C1), np.ones((n, 1))], [np.ones((1, n)), np.zeros((1, 1))]])
+    sol = np.linalg.solve(A, np.vstack([U, np.zeros((1, 2))]))
+    np.testing.assert_allclose(res.coef, sol[:-1], atol=1e-9)
+    np.testing.assert_allclose(res.intercept, sol[-1], atol=1e-9)
+
+
+# ---------------------------------------------------------------- toy experiment (Fig. 3)
+def test_toy_experiment_recovers_the_numerical_labels(tmp_path):
+    result = toy_experiment()
+    assert result.X.shape == (625, 3) and result.mu.shape == result.mu_true.shape == (625, 2)
+    assert (result.correlation > 0.99).all()                  # measured 0.99995 and 0.9984
+    assert ((result.mu > 0) == (result.mu_true > 0)).all()
+    plot_toy(result, tmp_path / "toy.png")
+    assert (tmp_path / "toy.png").stat().st_size > 10_000
+
+
+# ---------------------------------------------------------------- estimator
+def test_ml2_beats_the_label_prior():
+    X, Y = _multilabel(n=240, seed=7)
+    Xtr, Ytr, Xte, Yte = X[:160], Y[:160], X[160:], Y[160:]
+    est = ML2().fit(Xtr, Ytr)
+    assert est.n_neighbors_ == Y.shape[1] + 1 and est.mu_.shape == Ytr.shape
+    assert ((est.mu_ > 0) == Ytr.astype(bool)).all()
+    scores, pred = est.decision_function(Xte), est.predict(Xte)
+    assert pred.dtype == np.int8 and set(np.unique(pred)) <= {0, 1}
+    prior = np.tile(Ytr.mean(axis=0), (len(Xte), 1))
+    assert average_precision(Yte, scores) > average_precision(Yte, prior) + 0.1
+    assert hamming_loss(Yte, pred) < hamming_loss(Yte, (prior > 0.5).astype(np.int8)) - 0.05
+
+
+@pytest.mark.parametrize("name, value", [
+    ("n_neighbors", 0), ("lam", 0.0), ("C1", -1.0), ("C2", -1.0), ("epsilon", -0.1), ("kernel", "poly"),
+    ("gamma", 0.0), ("gamma", "auto"), ("max_iter", 0), ("tol", -1e-3), ("reg", 0.0), ("lam", np.nan),
+    ("n_neighbors", 30),
+])
+def test_bad_parameters_raise_naming_the_parameter(name, value):
+    X, Y = _multilabel(n=30)
+    with pytest.raises(ValueError, match=name):
+        ML2(**{name: value}).fit(X, Y)
+
+
+def test_ml2_is_deterministic_and_ignores_unlabelled_rows():
+    X, Y = _multilabel(n=90, seed=8)
+    Xte = np.random.default_rng(9).normal(size=(20, X.shape[1]))
+    a = ML2(gamma="scale").fit(X[:60], Y[:60]).decision_function(Xte)
+    b = clone(ML2(gamma="scale")).fit(X[:60], Y[:60]).decision_function(Xte)
+    np.testing.assert_array_equal(a, b)
+    Y_semi = Y.copy()
+    Y_semi[60:] = -1
+    c = ML2(gamma="scale").fit(X, Y_semi).decision_function(Xte)
+    np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-12)
+    lin = ML2(kernel="linear").fit(sp.csr_matrix(X[:60]), Y[:60])
+    assert lin.gamma_ is None and np.isfinite(lin.decision_function(Xte)).all()
