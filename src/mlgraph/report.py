@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -14,6 +15,8 @@ matplotlib.use("Agg")  # figures are files and MLflow artifacts, never windows
 import matplotlib.pyplot as plt  # noqa: E402
 import mlflow  # noqa: E402
 import pandas as pd  # noqa: E402
+
+from mlgraph.metrics import METRICS  # noqa: E402
 
 TITLES = {"avg_precision": "Average precision", "micro_f1": "Micro-F1", "macro_f1": "Macro-F1"}
 FIG1_METRICS = ("avg_precision", "micro_f1", "macro_f1")
@@ -67,8 +70,12 @@ PAPER000 = {"mlknn": "MLkNN", "gfhf": "ML-GFHF", "lgc": "ML-LGC", "fsksc": "ML-F
             "mlmr": "ML-MR", "mlmrrw": "ML-MRRW"}
 
 
+# Paper 002's comparing algorithms (Tables 2/3), in its row order.
+PAPER002 = {"ml2": "ML²", "br": "BR", "clr": "CLR", "ecc": "ECC", "rakel": "RAkEL"}
+
+
 def method_label(name: str) -> str:
-    return PAPER000.get(name, name)
+    return PAPER000.get(name) or PAPER002.get(name, name)
 
 
 def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
@@ -85,7 +92,7 @@ def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
     runs.loc[runs["tags.selector"] == "none", "fraction"] = 1.0
     keys = ["tags.dataset", "tags.method", "tags.selector", "fraction"]
     runs = runs.sort_values("start_time").groupby(keys).tail(1)
-    order = {name: i for i, name in enumerate(PAPER000)}
+    order = {name: i for i, name in enumerate([*PAPER000, *PAPER002])}
     runs = runs.assign(_order=runs["tags.method"].map(lambda m: order.get(m, len(order))))
     return runs.sort_values(["tags.dataset", "_order", "tags.method"], ignore_index=True)
 
@@ -206,6 +213,156 @@ def fraction_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
     return section
 
 
+# --- Paper 002, Tables 2/3: one number per (method, dataset), the paper's beside it ----------
+
+TABLE_METRICS = ("hamming_loss", "one_error", "coverage_norm", "ranking_loss", "avg_precision", "macro_auc")
+TITLES.update(one_error="One-error", coverage_norm="Coverage (÷ q)", ranking_loss="Ranking loss",
+              macro_auc="Macro-averaging AUC")
+PAPER002_CSV = Path(__file__).resolve().parent / "data" / "builtin" / "paper002_tables.csv"
+# The CSV uses our dataset names; the paper's where they differ. Data sets we lack keep the paper's.
+PAPER002_NAMES = {"cal500": "CAL500", "langlog": "llog", "rcv1subset1-500": "rcv1-s1", "tmc2007-500": "tmc2007"}
+# Columns of Table 2 (regular-scale) then Table 3 (large-scale); datasets not in the paper follow.
+PAPER002_DATASETS = ("cal500", "langlog", "enron", "image", "scene", "yeast", "slashdot", "corel5k",
+                     "rcv1subset1-500", "rcv1-s2", "bibtex", "corel16k-s1", "corel16k-s2", "tmc2007-500")
+# Is our copy the paper's data set? Table 1 of the paper (n × d × q, LCard, distinct label sets)
+# against shared/datasets/MANIFEST.tsv. The numbers are only comparable where this says yes.
+COMPARABLE = {
+    "cal500": ("yes", "502 × 68 × 174, LCard 26.044, 502 label sets, as in Table 1"),
+    "langlog": ("yes", "1460 × 1004 × 75, LCard 1.180 as in Table 1; but 304 distinct label sets here, "
+                       "286 in Table 1"),
+    "enron": ("yes", "1702 × 1001 × 53, LCard 3.378, 753 label sets, as in Table 1"),
+    "image": ("no", "not available here"),
+    "scene": ("yes", "2407 × 294 × 6, LCard 1.074, 15 label sets, as in Table 1"),
+    "yeast": ("yes", "2417 × 103 × 14, LCard 4.237, 198 label sets, as in Table 1"),
+    "slashdot": ("yes", "3782 × 1079 × 22, LCard 1.181, 156 label sets, as in Table 1"),
+    "corel5k": ("yes", "5000 × 499 × 374, LCard 3.522, 3175 label sets, as in Table 1"),
+    "rcv1subset1-500": ("unclear", "the paper's rcv1-s1: the same 6000 instances and 101 labels (LCard "
+                                   "2.880, 1028 label sets) but 500 word features here, 944 in Table 1"),
+    "rcv1-s2": ("no", "not available here"),
+    "bibtex": ("yes", "7395 × 1836 × 159, LCard 2.402, 2856 label sets, as in Table 1"),
+    "corel16k-s1": ("no", "not available here"),
+    "corel16k-s2": ("no", "not available here"),
+    "tmc2007-500": ("unclear", "the paper's tmc2007: the same 22 labels (LCard 2.158, 1341 label sets) on "
+                               "28,596 instances (Table 1 prints 28,696) but 500 features here, 981 in "
+                               "Table 1 (not the full 49,060 either)"),
+}
+
+
+def paper002_tables(path: Path = PAPER002_CSV) -> pd.DataFrame:
+    """Paper 002's Tables 2/3 (mean ± std over ten 50/50 splits) as transcribed, one row per
+    (dataset, method, metric), in our names."""
+    return pd.read_csv(path, dtype={"mean": float, "std": float})
+
+
+def _rates(value) -> list[float] | None:
+    try:
+        return [float(rate) for rate in json.loads(value)]
+    except (TypeError, ValueError):
+        return None
+
+
+def fully_supervised(runs: pd.DataFrame) -> bool:
+    """Whether every run labels all its training points: the single labelling rate 1.0 (param
+    ``protocol.rates`` "[1.0]", the halves protocol, one MLflow step 100) or cross-validation
+    (no rates). Such runs have one number per metric, so they are tabulated (paper 002, Tables
+    2/3): curves against the rate and Friedman tests over rates would have a single point."""
+    blank = pd.Series(None, index=runs.index, dtype=object)
+    rates = runs.get("params.protocol.rates", blank)
+    target = runs.get("params.protocol._target_", blank).fillna("").astype(str)
+    each = [_rates(r) == [1.0] if pd.notna(r) else t.endswith("cross_validation_trials")
+            for r, t in zip(rates, target)]
+    return bool(each) and all(each)
+
+
+def _ordered(names, first: Sequence[str]) -> list[str]:
+    names = set(names)
+    return [n for n in first if n in names] + sorted(names - set(first))
+
+
+def metric_table(runs: pd.DataFrame, paper: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One row per (method, dataset): our mean and std, the paper's, the gap (ours − paper) and
+    ``best``: ours is the best on that dataset at the 3 printed decimals (ties all best, as the
+    paper's bold), lower or higher as ``METRICS[metric].greater_is_better`` says."""
+    nan = pd.Series(float("nan"), index=runs.index)
+    table = pd.DataFrame({"method": runs["tags.method"], "dataset": runs["tags.dataset"],
+                          "mean": runs.get(f"metrics.{metric}", nan),
+                          "std": runs.get(f"metrics.{metric}_std", nan)}).reset_index(drop=True)
+    theirs = paper.loc[paper.metric == metric, ["method", "dataset", "mean", "std"]]
+    table = table.merge(theirs.rename(columns={"mean": "paper_mean", "std": "paper_std"}),
+                        on=["method", "dataset"], how="left")
+    table["gap"] = table["mean"] - table["paper_mean"]
+    printed = table["mean"].map(lambda v: float(f"{v:.3f}"))
+    best = printed.groupby(table["dataset"]).transform("max" if METRICS[metric].greater_is_better else "min")
+    table["best"] = printed == best  # NaN never equals
+    return table
+
+
+def _cell(row) -> str:
+    ours = "—" if pd.isna(row["mean"]) else f"{row['mean']:.3f}" + (
+        "" if pd.isna(row["std"]) else f" ± {row['std']:.3f}")
+    paper = "—" if pd.isna(row["paper_mean"]) else f"{row['paper_mean']:.3f}"
+    return f"**{ours}** (paper {paper})" if row["best"] else f"{ours} (paper {paper})"
+
+
+def table_layout(table: pd.DataFrame, values: pd.Series) -> pd.DataFrame:
+    """Paper 002's layout of ``values`` (aligned with ``table``): rows = methods in the paper's
+    order (display names), columns = datasets as in Tables 2 then 3; "—" where nothing is."""
+    wide = table.assign(value=values).pivot(index="method", columns="dataset", values="value")
+    wide = wide.reindex(index=_ordered(table["method"], list(PAPER002)),
+                        columns=_ordered(table["dataset"], PAPER002_DATASETS)).fillna("—")
+    wide.index = pd.Index([method_label(m) for m in wide.index], name="method")
+    wide.columns.name = None
+    return wide
+
+
+def comparability_notes(datasets: Sequence[str]) -> list[str]:
+    """Which of our datasets are the paper's (see ``COMPARABLE``), and the paper's we lack."""
+    lines = []
+    for dataset in _ordered(datasets, PAPER002_DATASETS):
+        verdict, why = COMPARABLE.get(dataset, ("no", "not in paper 002"))
+        name = f"{dataset} (paper: {PAPER002_NAMES[dataset]})" if dataset in PAPER002_NAMES else dataset
+        lines.append(f"- {name}: comparable {verdict}: {why}")
+    missing = [d for d in PAPER002_DATASETS if d not in set(datasets)]
+    if missing:
+        lines.append(f"- paper datasets without a run here: {', '.join(missing)}")
+    return lines
+
+
+def _protocol_note(runs: pd.DataFrame) -> str:
+    seen = {key: sorted(set(runs[f"params.protocol.{key}"].dropna()))
+            for key in ("test_size", "repeats") if f"params.protocol.{key}" in runs}
+    ours = "; ".join(f"{key} {', '.join(map(str, values))}" for key, values in seen.items()) or "unknown"
+    return f"Protocol of these runs: {ours}. The paper's: test_size 0.5, repeats 10."
+
+
+def table_report(runs: pd.DataFrame, out: Path) -> list[str]:
+    """Paper 002, Tables 2/3 from fully supervised runs: per metric, methods × datasets of
+    ``mean ± std`` over repetitions, the best per dataset in bold and the paper's mean beside
+    each cell, plus the gap ours − paper for average precision. Writes ``table_<metric>.csv``
+    (tidy: see :func:`metric_table`) and ``gap_avg_precision.csv``; returns the markdown."""
+    out.mkdir(parents=True, exist_ok=True)
+    runs = runs.drop_duplicates(["tags.dataset", "tags.method"], keep="last")
+    paper = paper002_tables()
+    section = ["## Paper 002, Tables 2/3 layout: mean ± std over repetitions (paper's mean beside)", "",
+               _protocol_note(runs), "In bold: the best of our methods per dataset at 3 decimals "
+               "(↓ smaller is better, ↑ larger). Coverage is divided by q, as the paper's lies in [0, 1].",
+               "", *comparability_notes(runs["tags.dataset"].unique()), ""]
+    for metric in TABLE_METRICS:
+        if f"metrics.{metric}" not in runs:
+            continue
+        table = metric_table(runs, paper, metric)
+        table.to_csv(out / f"table_{metric}.csv", index=False)
+        arrow = "↑" if METRICS[metric].greater_is_better else "↓"
+        section += [f"### {TITLES.get(metric, metric)} {arrow}", "",
+                    markdown(table_layout(table, table.apply(_cell, axis=1))), ""]
+        if metric == "avg_precision":
+            gap = table_layout(table, table["gap"].map(lambda v: "—" if pd.isna(v) else f"{v:+.3f}"))
+            gap.to_csv(out / "gap_avg_precision.csv")
+            section += ["Gap in average precision, ours − paper (comparable datasets: see above)", "",
+                        markdown(gap), ""]
+    return section
+
+
 def build_report(cfg) -> Path:
     """Read the runs of ``cfg.tracking.experiment`` back from MLflow, write the comparison under
     ``cfg.report.out/<experiment>/`` and log it as the artifacts of a ``report`` run."""
@@ -217,12 +374,17 @@ def build_report(cfg) -> Path:
     out = Path(cfg.report.out) / experiment
     sections = [f"# Comparison report: MLflow experiment `{experiment}`", "",
                 f"{len(runs)} runs (latest finished per dataset and method) from {cfg.tracking.uri}.", ""]
+    # Layouts: a feature-fraction sweep (paper 004) if any run has a selector; else, if every run
+    # labels all its training points (see fully_supervised), paper 002's tables; else paper 000.
     feature_sweep = (runs["tags.selector"] != "none").any()
-    for dataset, group in runs.groupby("tags.dataset", sort=True):
-        if feature_sweep:
-            sections += fraction_report(dataset, group, out / dataset)
-        else:
-            sections += dataset_report(dataset, group, cfg.report, out / dataset)
+    if not feature_sweep and fully_supervised(runs):
+        sections += table_report(runs, out)
+    else:
+        for dataset, group in runs.groupby("tags.dataset", sort=True):
+            if feature_sweep:
+                sections += fraction_report(dataset, group, out / dataset)
+            else:
+                sections += dataset_report(dataset, group, cfg.report, out / dataset)
     (out / "report.md").write_text("\n".join(sections))
     with mlflow.start_run(experiment_id=experiment_id, run_name="report") as run:
         log_batch(run.info.run_id, tags={**provenance_tags(), "kind": "report",
