@@ -177,3 +177,21 @@ def test_feature_fraction_sweep_and_report(tmp_path):
     text = (out / "report.md").read_text()
     assert "Hamming loss" in text and "br_knn 20%" in text and "br_knn all" in text
     assert (out / "emotions" / "fraction_curves.png").stat().st_size > 10_000
+
+
+def test_ml2_halves_protocol_and_toy_experiment(tmp_path):
+    proc = run(["method=ml2", "dataset=emotions", "protocol=halves", "protocol.repeats=2", "progress=false"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client, runs = runs_of(tmp_path)
+    metrics = runs[0].data.metrics
+    for key in ("hamming_loss", "one_error", "coverage_norm", "ranking_loss", "avg_precision", "macro_auc"):
+        assert math.isfinite(metrics[key]) and 0 <= metrics[key] <= 1
+    assert [m.step for m in client.get_metric_history(runs[0].info.run_id, "avg_precision")] == [100]
+
+    env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "mlgraph.toy"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client, runs = runs_of(tmp_path, "toy")
+    assert all(runs[0].data.metrics[f"correlation_label{j}"] > 0.99 for j in (1, 2))
+    assert {a.path for a in client.list_artifacts(runs[0].info.run_id)} == {"toy_fig3.png"}
