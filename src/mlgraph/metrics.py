@@ -329,6 +329,18 @@ METRICS: dict[str, MetricSpec] = {
 }
 
 
+# Dual-set learning (paper 001): Y holds two columns of class indices, one per label set.
+DUAL_SET_METRICS = ("accuracy_a", "accuracy_b", "accuracy_all")
+
+
+def evaluate_dual_set(Y: ArrayLike, Y_pred: ArrayLike) -> dict[str, float]:
+    """Definition 4 of paper 001 on n×2 arrays of class indices (set a, set b)."""
+    Y, Y_pred = np.asarray(Y), np.asarray(Y_pred)
+    if Y.ndim != 2 or Y.shape[1] != 2 or Y_pred.shape != Y.shape:
+        raise ValueError(f"dual-set Y and Y_pred must both be n×2, got {Y.shape} and {Y_pred.shape}")
+    return dual_set_accuracy(Y[:, 0], Y_pred[:, 0], Y[:, 1], Y_pred[:, 1])
+
+
 def evaluate(
     Y: ArrayLike,
     scores: ArrayLike | None,
@@ -342,6 +354,8 @@ def evaluate(
     naming the offending argument or an unknown metric.
     """
     names = list(METRICS) if metrics is None else list(metrics)
+    if names and set(names) <= set(DUAL_SET_METRICS):
+        return {k: v for k, v in evaluate_dual_set(Y, Y_pred).items() if k in names}
     unknown = [m for m in names if m not in METRICS]
     if unknown:
         raise ValueError(f"unknown metrics {unknown}; available: {sorted(METRICS)}")

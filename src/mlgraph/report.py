@@ -18,7 +18,8 @@ import pandas as pd  # noqa: E402
 
 from mlgraph.metrics import METRICS  # noqa: E402
 
-TITLES = {"avg_precision": "Average precision", "micro_f1": "Micro-F1", "macro_f1": "Macro-F1"}
+TITLES = {"avg_precision": "Average precision", "micro_f1": "Micro-F1", "macro_f1": "Macro-F1",
+          "accuracy_a": "Accuracy-a", "accuracy_b": "Accuracy-b", "accuracy_all": "Accuracy-all"}
 FIG1_METRICS = ("avg_precision", "micro_f1", "macro_f1")
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "conf"
 
@@ -36,6 +37,25 @@ def plot_metrics_vs_rate(summaries: Mapping[str, pd.DataFrame],
             ax.errorbar(summary["step"], summary[metric], yerr=summary[f"{metric}_std"],
                         marker="o", markersize=3, capsize=2, linewidth=1, label=label)
         ax.set_xlabel("Labelling rate (%)")
+        ax.set_title(TITLES.get(metric, metric))
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_rounds(curves: Mapping[str, pd.DataFrame],
+                metrics: Sequence[str] = ("accuracy_a", "accuracy_b", "accuracy_all"), title: str = "") -> plt.Figure:
+    """Paper 001, Fig. 3: dual-set accuracies after each boosting round t, ±1 std over trials,
+    one line per run label (e.g. with and without model reuse)."""
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        for label, curve in curves.items():
+            ax.errorbar(curve.index, curve[metric], yerr=curve[f"{metric}_std"], marker="o", markersize=3,
+                        capsize=2, linewidth=1, label=label)
+        ax.set_xlabel("Boosting round t")
         ax.set_title(TITLES.get(metric, metric))
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
@@ -74,8 +94,30 @@ PAPER000 = {"mlknn": "MLkNN", "gfhf": "ML-GFHF", "lgc": "ML-LGC", "fsksc": "ML-F
 PAPER002 = {"ml2": "ML²", "br": "BR", "clr": "CLR", "ecc": "ECC", "rakel": "RAkEL"}
 
 
+# Paper 001's Table 2 columns, and its Frequency-Gender rows of Tables 2 and 3 (mean, std).
+PAPER001 = {"dsml": "DSML", "independent": "Ind. Dec.", "cooccurrence": "Co-Occ. Dec.",
+            "stacking": "Label Stacking", "mlrbf": "ML-RBF", "bpmll": "BP-MLL",
+            "ranksvm": "RankSVM"}
+FREQ_GENDER_TABLE2 = {  # method: (Accuracy-a, Accuracy-b, Accuracy-all); None = N/A
+    "dsml": ((.8521, .0091), (.9547, .0061), (.8220, .0082)),
+    "independent": ((.8321, .0212), (.9579, .0067), (.8039, .0214)),
+    "cooccurrence": (None, None, (.8068, .0187)),
+    "stacking": ((.8375, .0170), (.9550, .0051), (.8096, .0183)),
+    "mlknn": ((.5879, .0091), (.6953, .0196), (.4587, .0161)),
+    "mlrbf": ((.7570, .0144), (.9661, .0047), (.7387, .0134)),
+    "bpmll": ((.4004, .1464), (.5014, .0271), (.1704, .0847)),
+    "ranksvm": ((.0326, .0135), (.5382, .0643), (.0127, .0116)),
+}
+FREQ_GENDER_TABLE3 = {  # B: (Accuracy-a, Accuracy-b, Accuracy-all) means, T = 10
+    1.00: (.8413, .9541, .8131), 1.01: (.8432, .9531, .8134), 1.02: (.8432, .9512, .8134),
+    1.03: (.8413, .9554, .8119), 1.05: (.8521, .9547, .8220), 1.10: (.8435, .9515, .8128),
+    1.15: (.8473, .9557, .8172), 1.20: (.8476, .9560, .8175),
+}
+DUAL_METRICS = ("accuracy_a", "accuracy_b", "accuracy_all")
+
+
 def method_label(name: str) -> str:
-    return PAPER000.get(name) or PAPER002.get(name, name)
+    return PAPER000.get(name) or PAPER002.get(name) or PAPER001.get(name, name)
 
 
 def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
@@ -90,9 +132,10 @@ def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
     fraction = runs["params.selector.fraction"] if "params.selector.fraction" in runs else None
     runs["fraction"] = pd.to_numeric(pd.Series(fraction, index=runs.index), errors="coerce").fillna(1.0)
     runs.loc[runs["tags.selector"] == "none", "fraction"] = 1.0
-    keys = ["tags.dataset", "tags.method", "tags.selector", "fraction"]
-    runs = runs.sort_values("start_time").groupby(keys).tail(1)
-    order = {name: i for i, name in enumerate([*PAPER000, *PAPER002])}
+    keys = ["tags.dataset", "tags.method", "tags.selector", "fraction",
+            *sorted(c for c in runs if c.startswith("params.method."))]  # a B sweep keeps every B
+    runs = runs.sort_values("start_time").groupby(keys, dropna=False).tail(1)
+    order = {name: i for i, name in enumerate([*PAPER000, *PAPER002, *PAPER001])}
     runs = runs.assign(_order=runs["tags.method"].map(lambda m: order.get(m, len(order))))
     return runs.sort_values(["tags.dataset", "_order", "tags.method"], ignore_index=True)
 
@@ -363,6 +406,56 @@ def table_report(runs: pd.DataFrame, out: Path) -> list[str]:
     return section
 
 
+def _run_labels(runs: pd.DataFrame) -> pd.Series:
+    """Method name plus the method parameters that differ between its runs (e.g. ``B=1.05``)."""
+    params = [c for c in runs if c.startswith("params.method.") and
+              runs.groupby("tags.method")[c].nunique(dropna=False).max() > 1]
+    return runs.apply(lambda r: " ".join([method_label(r["tags.method"]),
+                                          *[f"{c.rsplit('.', 1)[1]}={r[c]}" for c in params]]), axis=1)
+
+
+def dual_set_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
+    """Paper 001's Tables 2/3 layout (Accuracy-a/-b/-all, mean ± std over folds, best in bold)
+    with the paper's Frequency-Gender values beside ours, and the Fig. 3 round curves."""
+    out.mkdir(parents=True, exist_ok=True)
+    runs = runs.assign(label=_run_labels(runs))
+    paper_b = "params.method.B" in runs and runs["params.method.B"].nunique() > 1
+    rows = {}
+    for _, run in runs.iterrows():
+        cells = {}
+        for j, metric in enumerate(DUAL_METRICS):
+            mean, std = run[f"metrics.{metric}"], run[f"metrics.{metric}_std"]
+            if paper_b:
+                ref = FREQ_GENDER_TABLE3.get(round(float(run["params.method.B"]), 2))
+                ref = None if ref is None else (ref[j], None)
+            elif run["label"] == method_label(run["tags.method"]):  # the paper's settings only
+                ref = FREQ_GENDER_TABLE2.get(run["tags.method"], (None,) * 3)[j]
+            else:
+                ref = None
+            paper = "—" if ref is None or dataset != "frequency_gender" else f"{ref[0]:.4f}"
+            cells[metric] = (mean, f"{mean:.4f} ± {std:.4f} (paper {paper})")
+        rows[run["label"]] = cells
+    table = pd.DataFrame({label: {m: text for m, (_, text) in cells.items()} for label, cells in rows.items()}).T
+    for metric in DUAL_METRICS:
+        best = max(cells[metric][0] for cells in rows.values())
+        table[metric] = [f"**{text}**" if rows[label][metric][0] == best else text
+                         for label, text in zip(table.index, table[metric])]
+    table.columns = [TITLES[m] for m in DUAL_METRICS]
+    table.to_csv(out / "accuracies.csv")
+    section = [f"## {dataset}", "", "Five-fold accuracies (Definition 4), mean ± std over folds; the paper's "
+               "Frequency-Gender values beside ours", "", markdown(table), ""]
+    curves = {}
+    for run_id, label in zip(runs.run_id, runs["label"]):
+        try:
+            curves[label] = _artifact_table(run_id, "rounds.csv", index_col=0)
+        except Exception:  # methods without boosting rounds have no curve
+            continue
+    if curves:
+        save_figure(plot_rounds(curves, title=f"Accuracy after each round on {dataset}"), out / "rounds.png")
+        section += [f"![rounds]({dataset}/rounds.png)", ""]
+    return section
+
+
 def build_report(cfg) -> Path:
     """Read the runs of ``cfg.tracking.experiment`` back from MLflow, write the comparison under
     ``cfg.report.out/<experiment>/`` and log it as the artifacts of a ``report`` run."""
@@ -377,7 +470,10 @@ def build_report(cfg) -> Path:
     # Layouts: a feature-fraction sweep (paper 004) if any run has a selector; else, if every run
     # labels all its training points (see fully_supervised), paper 002's tables; else paper 000.
     feature_sweep = (runs["tags.selector"] != "none").any()
-    if not feature_sweep and fully_supervised(runs):
+    if "metrics.accuracy_all" in runs and runs["metrics.accuracy_all"].notna().all():
+        for dataset, group in runs.groupby("tags.dataset", sort=True):
+            sections += dual_set_report(dataset, group, out / dataset)
+    elif not feature_sweep and fully_supervised(runs):
         sections += table_report(runs, out)
     else:
         for dataset, group in runs.groupby("tags.dataset", sort=True):

@@ -25,7 +25,7 @@ from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from mlgraph.metrics import evaluate
+from mlgraph.metrics import DUAL_SET_METRICS, METRICS, evaluate, evaluate_dual_set
 from mlgraph.protocols import Trial, rate_step
 
 
@@ -49,6 +49,17 @@ def resolve_parallelism(n_jobs: int | str, in_parallel_launcher: bool,
         raise ValueError(f"n_jobs={n_jobs} must be a positive integer or 'auto'")
     threads = 1 if in_parallel_launcher else max(1, cores // n_jobs)
     return Parallelism(n_jobs, threads)
+
+
+def _staged_accuracies(model, X_test, Y_test) -> dict:
+    """Paper 001, Fig. 3: the dual-set accuracies after each boosting round t (``<metric>@t``)."""
+    return {f"{k}@{t}": v for t, Y_t in enumerate(model.staged_predict(X_test), start=1)
+            for k, v in evaluate_dual_set(Y_test, Y_t).items()}
+
+
+def _needs_scores(metrics) -> bool:
+    """Ranking metrics need real-valued scores; dual-set accuracies need predictions only."""
+    return metrics is None or any(METRICS[m].kind == "scores" for m in metrics if m in METRICS)
 
 
 def _transduce(model, X, Y, trial: Trial):
@@ -78,10 +89,12 @@ def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int) -> dict:
                 row["fit_seconds"] = time.perf_counter() - start
                 start = time.perf_counter()
                 X_test = X[trial.test]
-                scores = model.decision_function(X_test)
+                scores = model.decision_function(X_test) if _needs_scores(metrics) else None
                 Y_pred = model.predict(X_test)
                 row["predict_seconds"] = time.perf_counter() - start
             row.update(evaluate(Y[trial.test], scores, Y_pred, metrics))
+            if hasattr(model, "staged_predict") and set(metrics or ()) <= set(DUAL_SET_METRICS):
+                row.update(_staged_accuracies(model, X_test, Y[trial.test]))
     except Exception as exc:  # a failed trial is data, not a crash of the job
         row.update(status="failed", error=f"{type(exc).__name__}: {exc}",
                    traceback=traceback.format_exc(limit=8))

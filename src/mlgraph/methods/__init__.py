@@ -1,9 +1,17 @@
 """Estimators, one module per method family, scikit-learn style."""
 
+from mlgraph.methods.dual_set import (
+    DSML,
+    CoOccurrenceDecomposition,
+    DualSetFromMultiLabel,
+    IndependentDecomposition,
+    LabelStacking,
+)
 from mlgraph.methods.label_manifold import ML2
 from mlgraph.methods.manifold import MLMR, MLMRRW
 from mlgraph.methods.mlknn import MLkNN
 from mlgraph.methods.propagation import MLGFHF, MLLGC
+from mlgraph.methods.rbf_network import MLRBF, RBFNetwork
 from mlgraph.methods.spectral import MLFSKSC
 from mlgraph.methods.transformation import (
     BinaryRelevance,
@@ -13,5 +21,6 @@ from mlgraph.methods.transformation import (
 )
 from mlgraph.methods.weak_label import SSWL
 
-__all__ = ["BinaryRelevance", "CalibratedLabelRanking", "EnsembleClassifierChains", "RAkEL",
+__all__ = ["DSML", "CoOccurrenceDecomposition", "DualSetFromMultiLabel", "IndependentDecomposition",
+           "LabelStacking", "MLRBF", "RBFNetwork", "BinaryRelevance", "CalibratedLabelRanking", "EnsembleClassifierChains", "RAkEL",
            "ML2", "MLFSKSC", "MLGFHF", "MLLGC", "MLMR", "MLMRRW", "MLkNN", "SSWL"]

@@ -115,7 +115,7 @@ def _fewer_first(n_classes: tuple[int, int], choice: str) -> int:
     return {"a": 0, "b": 1}[choice]
 
 
-class _DualSetEstimator(BaseEstimator):
+class DualSetEstimator(BaseEstimator):
     """fit(X, Y) with Y n × 2, predict -> n × 2 labels, score -> Accuracy-all (Definition 4)."""
 
     def _validate_fit(self, X, Y) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -160,7 +160,7 @@ class _DualSetEstimator(BaseEstimator):
 # --------------------------------------------------------------------------
 # DSML
 # --------------------------------------------------------------------------
-class DSML(_DualSetEstimator):
+class DSML(DualSetEstimator):
     """Dual-set multi-label boosting with model reuse and distribution adjusting (Algorithm 1).
 
     Parameters
@@ -350,7 +350,7 @@ class DSML(_DualSetEstimator):
 # --------------------------------------------------------------------------
 # Baselines
 # --------------------------------------------------------------------------
-class IndependentDecomposition(_DualSetEstimator):
+class IndependentDecomposition(DualSetEstimator):
     """One multi-class base learner per label set (``estimators_`` = [h^a, h^b])."""
 
     def __init__(self, base_learner=None):
@@ -365,7 +365,7 @@ class IndependentDecomposition(_DualSetEstimator):
         return tuple(np.asarray(h.predict(X), dtype=np.int64) for h in self.estimators_)
 
 
-class CoOccurrenceDecomposition(_DualSetEstimator):
+class CoOccurrenceDecomposition(DualSetEstimator):
     """One multi-class learner on the observed (a, b) pairs, class code = i_a · L_b + i_b."""
 
     def __init__(self, base_learner=None):
@@ -383,7 +383,7 @@ class CoOccurrenceDecomposition(_DualSetEstimator):
         return pairs // self.n_classes_[1], pairs % self.n_classes_[1]
 
 
-class LabelStacking(_DualSetEstimator):
+class LabelStacking(DualSetEstimator):
     """First set from X; second set from [X, one-hot first-set labels] (out-of-fold in training).
 
     ``first``: "auto" (the set with fewer classes, b on ties), "a" or "b"; ``cv``: folds (int or
@@ -420,7 +420,7 @@ class LabelStacking(_DualSetEstimator):
         return (pred_f, pred_s) if f == 0 else (pred_s, pred_f)
 
 
-class DualSetFromMultiLabel(_DualSetEstimator):
+class DualSetFromMultiLabel(DualSetEstimator):
     """A multi-label estimator on the L_a + L_b one-hot labels; argmax of its scores per set.
 
     ``estimator`` needs ``fit(X, Y)`` with Y n × q 0/1 and ``decision_function`` (or
