@@ -11,6 +11,7 @@ from mlgraph.methods.label_manifold import ML2
 from mlgraph.methods.manifold import MLMR, MLMRRW
 from mlgraph.methods.mlknn import MLkNN
 from mlgraph.methods.propagation import MLGFHF, MLLGC
+from mlgraph.methods.ranking import BPMLL, RankSVM
 from mlgraph.methods.rbf_network import MLRBF, RBFNetwork
 from mlgraph.methods.spectral import MLFSKSC
 from mlgraph.methods.transformation import (
@@ -21,6 +22,6 @@ from mlgraph.methods.transformation import (
 )
 from mlgraph.methods.weak_label import SSWL
 
-__all__ = ["DSML", "CoOccurrenceDecomposition", "DualSetFromMultiLabel", "IndependentDecomposition",
+__all__ = ["BPMLL", "RankSVM", "DSML", "CoOccurrenceDecomposition", "DualSetFromMultiLabel", "IndependentDecomposition",
            "LabelStacking", "MLRBF", "RBFNetwork", "BinaryRelevance", "CalibratedLabelRanking", "EnsembleClassifierChains", "RAkEL",
            "ML2", "MLFSKSC", "MLGFHF", "MLLGC", "MLMR", "MLMRRW", "MLkNN", "SSWL"]
