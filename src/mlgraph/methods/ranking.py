@@ -254,7 +254,24 @@ def _objective(params, X, rel_f, irr_f, norm, alpha, value=True):
     return float(loss.sum()) + penalty, grads
 
 
-class BPMLL(ClassifierMixin, BaseEstimator):
+class _RankingModel(ClassifierMixin, BaseEstimator):
+    """Shared by BP-MLL and RankSVM: the labelled rows, z-scored with their own statistics."""
+
+    def _labelled_training_set(self, X, Y):
+        check_params(self, self._rules)
+        X, Y, labelled = check_X_Y(X, Y)
+        X, Y = X[labelled], Y[labelled].astype(bool)
+        if self.standardize:
+            self.mean_, self.scale_ = standardisation(X)
+        else:
+            self.mean_ = self.scale_ = None
+        return self._transform(X), Y
+
+    def _transform(self, X):
+        return X if self.mean_ is None else (X - self.mean_) / self.scale_
+
+
+class BPMLL(_RankingModel):
     """BP-MLL (Zhang & Zhou 2006): a one-hidden-layer tanh network trained on the pairwise
     exponential ranking error; see the module docstring for the equations and rules.
 
@@ -295,20 +312,10 @@ class BPMLL(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.standardize = standardize
 
-    def _transform(self, X):
-        return X if self.mean_ is None else (X - self.mean_) / self.scale_
-
     def fit(self, X, Y):
         """Train on the labelled rows of (X, Y) (rows of −1 are dropped)."""
-        check_params(self, self._rules)
-        X, Y, labelled = check_X_Y(X, Y)
-        X, Y = X[labelled], Y[labelled].astype(bool)
+        X, Y = self._labelled_training_set(X, Y)
         d, q = X.shape[1], Y.shape[1]
-        if self.standardize:
-            self.mean_, self.scale_ = standardisation(X)
-        else:
-            self.mean_ = self.scale_ = None
-        X = self._transform(X)
         norm = _pair_norm(Y)
         keep = norm > 0
         if not keep.any():
@@ -362,7 +369,7 @@ class BPMLL(ClassifierMixin, BaseEstimator):
 # --------------------------------------------------------------------------
 # RankSVM
 # --------------------------------------------------------------------------
-class RankSVM(ClassifierMixin, BaseEstimator):
+class RankSVM(_RankingModel):
     """RankSVM (Elisseeff & Weston 2002): the pairwise ranking SVM solved in the dual by
     Frank–Wolfe with an iteration cap; see the module docstring for the equations and rules.
 
@@ -405,20 +412,10 @@ class RankSVM(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.standardize = standardize
 
-    def _transform(self, X):
-        return X if self.mean_ is None else (X - self.mean_) / self.scale_
-
     def fit(self, X, Y):
         """Solve the dual on the labelled rows of (X, Y) (rows of −1 are dropped)."""
-        check_params(self, self._rules)
-        X, Y, labelled = check_X_Y(X, Y)
-        X, Y = X[labelled], Y[labelled].astype(bool)
+        X, Y = self._labelled_training_set(X, Y)
         d, q = X.shape[1], Y.shape[1]
-        if self.standardize:
-            self.mean_, self.scale_ = standardisation(X)
-        else:
-            self.mean_ = self.scale_ = None
-        X = self._transform(X)
         rows, rel, irr = label_pairs(Y)
         if rows.size == 0:
             raise ValueError("RankSVM: no training row has both relevant and irrelevant labels, so there "
