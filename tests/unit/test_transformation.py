@@ -249,7 +249,7 @@ Y_RAK = np.array([[0, 1, 1], [1, 1, 0], [0, 1, 1], [1, 0, 1], [0, 0, 1], [0, 1, 
 
 
 def test_rakel_hand_worked_hard_votes():
-    rak = RAkEL(base_estimator=SignMajority(), k=2, standardize=False).fit(X_RAK, Y_RAK)
+    rak = RAkEL(base_estimator=SignMajority(), k=2, scores="votes", standardize=False).fit(X_RAK, Y_RAK)
     assert (rak.k_, rak.m_) == (2, 3)
     np.testing.assert_array_equal(sorted(map(tuple, rak.labelsets_)), [(0, 1), (0, 2), (1, 2)])
     np.testing.assert_array_equal(rak.coverage_, [2, 2, 2])
@@ -266,9 +266,20 @@ def test_rakel_hand_worked_soft_votes():
     np.testing.assert_array_equal(rak.predict(T_STUB), [[0, 1, 1], [0, 0, 1]])
 
 
+def test_rakel_ranks_by_marginals_and_decides_by_votes():
+    """Default MULAN-style split: hard votes decide, averaged marginals rank."""
+    rak = RAkEL(base_estimator=SignMajority(), k=2, standardize=False).fit(X_RAK, Y_RAK)
+    np.testing.assert_allclose(rak.decision_function(T_STUB), [[1 / 3, 1, 2 / 3], [1 / 4, 1 / 2, 3 / 4]],
+                               rtol=1e-14)
+    np.testing.assert_array_equal(rak.predict(T_STUB), [[0, 1, 1], [0, 0, 1]])
+    # the decisions are those of the vote shares
+    hard = RAkEL(base_estimator=SignMajority(), k=2, scores="votes", standardize=False).fit(X_RAK, Y_RAK)
+    np.testing.assert_array_equal(rak.predict(T_STUB), hard.predict(T_STUB))
+
+
 def test_rakel_default_labelsets():
     X, Y, T, _ = _synthetic(q=8)
-    rak = RAkEL(standardize=False).fit(X, Y)
+    rak = RAkEL(scores="votes", standardize=False).fit(X, Y)
     assert (rak.k_, rak.m_, len(rak.estimators_)) == (3, 16, 16)  # k = 3, m = 2q
     assert rak.labelsets_.shape == (16, 3)
     assert len(set(map(tuple, rak.labelsets_))) == 16  # distinct
@@ -363,6 +374,7 @@ BAD_PARAMS = [
     (RAkEL, "k", 0),
     (RAkEL, "m", 0),
     (RAkEL, "voting", "average"),
+    (RAkEL, "scores", "probabilities"),
     (RAkEL, "threshold", 0.0),
 ]
 
@@ -378,6 +390,9 @@ def test_soft_rakel_needs_probabilities_and_shapes_are_checked():
     X, Y, T, _ = _synthetic(n=40, q=3)
     with pytest.raises(ValueError, match="voting='soft'"):
         RAkEL(base_estimator=LinearSVC(), voting="soft").fit(X, Y)
+    with pytest.raises(ValueError, match="scores='marginals'"):
+        RAkEL(base_estimator=LinearSVC()).fit(X, Y)
+    assert RAkEL(base_estimator=LinearSVC(), scores="votes").fit(X, Y).decision_function(T).shape == T.shape[:1] + (3,)
     with pytest.raises(ValueError, match="rows"):
         BinaryRelevance().fit(X, Y[:-1])
     with pytest.raises(ValueError, match="features"):

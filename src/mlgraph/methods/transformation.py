@@ -72,7 +72,12 @@ Assumptions (defaults and choices not fixed by paper 002):
   scores label j by the fraction of the models containing j whose predicted combination contains
   j. ``voting="soft"`` averages the marginal probabilities P(j ∈ combination) instead, and needs
   ``predict_proba``. Label j is predicted where the average is > ``threshold=0.5`` (strictly,
-  "more than half" as in Tsoumakas et al.).
+  "more than half" as in Tsoumakas et al.). The ranking scores (``decision_function``) are
+  chosen apart from the decisions by ``scores``: ``"marginals"`` (default) averages the
+  marginal probabilities, as MULAN's RAkEL averages its Label Powerset confidences, which is how
+  paper 002's ranking metrics were presumably obtained; ``"votes"`` uses the vote shares, which
+  take only k·(models)+1 values and tie most labels at 0, so that ranking loss and one-error
+  degrade to near chance (on cal500, one-error 0.985 with votes).
 - Loops run over sub-models only (fitting and predicting them is inherent). Voting and averaging
   are matrix operations over all samples at once.
 """
@@ -403,16 +408,18 @@ class RAkEL(_Transformation):
         "k": (positive_int, "a positive integer (labelset size)"),
         "m": (lambda v: v is None or positive_int(v), "None (2q models) or a positive integer"),
         "voting": (lambda v: v in ("hard", "soft"), "'hard' (votes) or 'soft' (probabilities)"),
+        "scores": (lambda v: v in ("marginals", "votes"), "'marginals' or 'votes'"),
         "threshold": (in_open_unit, "in (0, 1)"),
         "random_state": (_valid_seed, "None, a non-negative integer or a numpy RandomState"),
     }
 
-    def __init__(self, base_estimator=None, k=3, m=None, voting="hard", threshold=0.5,
-                 random_state=0, standardize=True):
+    def __init__(self, base_estimator=None, k=3, m=None, voting="hard", scores="marginals",
+                 threshold=0.5, random_state=0, standardize=True):
         self.base_estimator = base_estimator
         self.k = k
         self.m = m
         self.voting = voting
+        self.scores = scores
         self.threshold = threshold
         self.random_state = random_state
         self.standardize = standardize
@@ -445,8 +452,10 @@ class RAkEL(_Transformation):
         """Draw the labelsets and fit one Label Powerset model on each."""
         X, Y = self._validate_fit(X, Y)
         base, q = self._base(), Y.shape[1]
-        if self.voting == "soft" and not hasattr(base, "predict_proba"):
-            raise ValueError("RAkEL: parameter voting='soft' needs a base_estimator with predict_proba")
+        needs_proba = self.voting == "soft" or self.scores == "marginals"
+        if needs_proba and not hasattr(base, "predict_proba"):
+            raise ValueError("RAkEL: parameters voting='soft' and scores='marginals' need a base_estimator "
+                             "with predict_proba (set scores='votes' for this base learner)")
         self.k_ = min(self.k, q)
         self.m_ = min(2 * q if self.m is None else self.m, math.comb(q, self.k_))
         rng = check_random_state(self.random_state)
@@ -460,23 +469,27 @@ class RAkEL(_Transformation):
         """0/1 matrix (len(codes), k): bit b of each code."""
         return (np.asarray(codes, dtype=np.int64)[:, None] >> np.arange(self.k_)) & 1
 
-    def _model_votes(self, model, X) -> np.ndarray:
-        if self.voting == "soft":
+    def _model_votes(self, model, X, soft: bool) -> np.ndarray:
+        if soft:
             return np.asarray(model.predict_proba(X), dtype=np.float64) @ self._bits(model.classes_)
         return self._bits(_hard(model, X)).astype(np.float64)
 
-    def decision_function(self, X) -> np.ndarray:
-        """Average vote (or marginal probability) per label over the models containing it."""
+    def _average(self, X, soft: bool) -> np.ndarray:
+        """Per label, the mean over the models containing it of their vote or marginal."""
         X = self._validate_predict(X, "estimators_")
         n, q = X.shape[0], self.n_labels_
         V = np.empty((n, self.m_ * self.k_))  # column r·k + b: model r's output for its bit b
         for r, model in enumerate(self.estimators_):
-            V[:, r * self.k_:(r + 1) * self.k_] = self._model_votes(model, X)
+            V[:, r * self.k_:(r + 1) * self.k_] = self._model_votes(model, X, soft)
         S = sp.csr_matrix((np.ones(V.shape[1]), (np.arange(V.shape[1]), self.labelsets_.ravel())),
                           shape=(V.shape[1], q))
         sums = np.asarray((S.T @ V.T).T)
         return np.divide(sums, self.coverage_, out=np.zeros((n, q)), where=self.coverage_ > 0)
 
+    def decision_function(self, X) -> np.ndarray:
+        """Ranking scores: mean marginal probability (``scores="marginals"``) or vote share."""
+        return self._average(X, soft=self.scores == "marginals")
+
     def predict(self, X) -> np.ndarray:
-        """Binary label matrix (int8): average vote > ``threshold``."""
-        return (self.decision_function(X) > self.threshold).astype(np.int8)
+        """Binary label matrix (int8): mean vote (or marginal, ``voting="soft"``) > ``threshold``."""
+        return (self._average(X, soft=self.voting == "soft") > self.threshold).astype(np.int8)
