@@ -47,18 +47,26 @@ def plot_metrics_vs_rate(summaries: Mapping[str, pd.DataFrame],
 
 
 def plot_rounds(curves: Mapping[str, pd.DataFrame],
-                metrics: Sequence[str] = ("accuracy_a", "accuracy_b", "accuracy_all"), title: str = "") -> plt.Figure:
+                metrics: Sequence[str] = ("accuracy_a", "accuracy_b", "accuracy_all"), title: str = "",
+                panels: Mapping[str, str] | None = None) -> plt.Figure:
     """Paper 001, Fig. 3: dual-set accuracies after each boosting round t, ±1 std over trials,
-    one line per run label (e.g. with and without model reuse)."""
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), squeeze=False)
-    for ax, metric in zip(axes[0], metrics):
-        for label, curve in curves.items():
+    one line per run label (e.g. with and without model reuse). ``panels`` maps labels to a row
+    title (e.g. ``B=1.05``), giving one row of panels per value as the paper's sub-figures."""
+    rows = list(dict.fromkeys((panels or {}).get(label, "") for label in curves))
+    fig, axes = plt.subplots(len(rows), len(metrics), figsize=(4.2 * len(metrics), 3.0 * len(rows) + 0.4),
+                             squeeze=False)
+    for label, curve in curves.items():
+        row = rows.index((panels or {}).get(label, ""))
+        style = "--" if "model_reuse=False" in label else "-"
+        for ax, metric in zip(axes[row], metrics):
             ax.errorbar(curve.index, curve[metric], yerr=curve[f"{metric}_std"], marker="o", markersize=3,
-                        capsize=2, linewidth=1, label=label)
-        ax.set_xlabel("Boosting round t")
-        ax.set_title(TITLES.get(metric, metric))
-        ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
+                        capsize=2, linewidth=1, linestyle=style, label=label)
+    for row, name in enumerate(rows):
+        for ax, metric in zip(axes[row], metrics):
+            ax.set_xlabel("Boosting round t")
+            ax.set_title(" ".join(filter(None, [TITLES.get(metric, metric), name and f"({name})"])))
+            ax.grid(alpha=0.3)
+        axes[row][0].legend(fontsize=7)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -425,7 +433,7 @@ def dual_set_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
         cells = {}
         for j, metric in enumerate(DUAL_METRICS):
             mean, std = run[f"metrics.{metric}"], run[f"metrics.{metric}_std"]
-            if paper_b:
+            if paper_b and str(run.get("params.method.model_reuse", True)) == "True":
                 ref = FREQ_GENDER_TABLE3.get(round(float(run["params.method.B"]), 2))
                 ref = None if ref is None else (ref[j], None)
             elif run["label"] == method_label(run["tags.method"]):  # the paper's settings only
@@ -444,14 +452,17 @@ def dual_set_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
     table.to_csv(out / "accuracies.csv")
     section = [f"## {dataset}", "", "Five-fold accuracies (Definition 4), mean ± std over folds; the paper's "
                "Frequency-Gender values beside ours", "", markdown(table), ""]
-    curves = {}
-    for run_id, label in zip(runs.run_id, runs["label"]):
+    curves, panels = {}, {}
+    for _, run in runs.iterrows():
         try:
-            curves[label] = _artifact_table(run_id, "rounds.csv", index_col=0)
+            curves[run["label"]] = _artifact_table(run["run_id"], "rounds.csv", index_col=0)
         except Exception:  # methods without boosting rounds have no curve
             continue
+        if paper_b:  # Fig. 3's sub-figures: one per B
+            panels[run["label"]] = f"B={float(run['params.method.B']):.2f}"
     if curves:
-        save_figure(plot_rounds(curves, title=f"Accuracy after each round on {dataset}"), out / "rounds.png")
+        save_figure(plot_rounds(curves, title=f"Accuracy after each round on {dataset}", panels=panels),
+                    out / "rounds.png")
         section += [f"![rounds]({dataset}/rounds.png)", ""]
     return section
 
