@@ -152,7 +152,7 @@ def bench_mlknn_vs_skmultilearn() -> list[tuple]:
 
 def bench_comparison_yeast() -> list[tuple]:
     """The whole paper 000 comparison on yeast (seven methods, ten rates, ten repetitions:
-    ``python -m run experiment=ssl_comparison hydra.sweeper.params.dataset=yeast``), wall time on
+    ``python -m run experiment=ssl_comparison dataset=yeast``), wall time on
     this machine's cores, against the main job alone (ML-MRRW on yeast) in the same run. Fresh
     store and empty graph cache, so shared graphs are built once, as in a first run."""
     import os
@@ -167,7 +167,7 @@ def bench_comparison_yeast() -> list[tuple]:
                            capture_output=True, cwd=Path(__file__).resolve().parents[2])
             return time.perf_counter() - start
 
-    t_all = wall(["experiment=ssl_comparison", "hydra.sweeper.params.dataset=yeast"])
+    t_all = wall(["experiment=ssl_comparison", "dataset=yeast"])
     t_main = wall(["method=mlmrrw", "dataset=yeast"])
     cores = os.cpu_count()
     return [(f"paper 000 comparison, yeast, 7 methods ({cores} cores)", t_all, t_main, t_all / t_main,
@@ -200,8 +200,77 @@ def bench_gmba_ranking() -> list[tuple]:
     return rows
 
 
+def _peak_bytes(fn: Callable[[], object]) -> int:
+    """Peak traced allocation of one call (numpy buffers included)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def bench_ml2() -> list[tuple]:
+    """ML² (paper 002) fit + predict on one random half of yeast and of bibtex (the ``halves``
+    protocol's split), against one Cholesky factorisation of an n × n SPD matrix of the kernel's
+    size: every IRWLS iteration factors a support-vector block of K, so the ratio counts
+    Cholesky-equivalents. Peak memory (tracemalloc) against the 8n² bytes of the kernel matrix.
+    One BLAS thread, as in the runner."""
+    from threadpoolctl import threadpool_limits
+
+    from mlgraph.methods import ML2
+    from mlgraph.protocols import labelling_rate_trials
+
+    rows = []
+    with threadpool_limits(1):
+        for name in ("yeast", "bibtex"):
+            data = load_dataset(name, f"{name}.arff.gz", f"{name}.xml")
+            trial = labelling_rate_trials(data.n_samples, rates=[1.0], repeats=1, seed=0, test_size=0.5)[0]
+            X_train, X_test, Y_train = data.X[trial.train], data.X[trial.test], data.Y[trial.train]
+            n = X_train.shape[0]
+
+            def run():
+                ML2().fit(X_train, Y_train).decision_function(X_test)
+
+            A = np.random.default_rng(0).normal(size=(n, n))
+            A = A @ A.T + n * np.eye(n)
+            t_ml2 = best_time(run, 1)
+            t_chol = best_time(lambda: scipy.linalg.cho_factor(A, check_finite=False), 3)
+            rows.append((f"ML2 fit+predict {name} half n={n} q={data.n_labels}", t_ml2, t_chol, t_ml2 / t_chol,
+                         "time; reference = one n x n Cholesky"))
+            peak = _peak_bytes(run) / 2**20
+            kernel = 8 * n * n / 2**20
+            rows.append((f"ML2 peak memory {name} (MiB)", peak, kernel, peak / kernel,
+                         "reference = n x n float64 kernel; target <= 10"))
+    return rows
+
+
+def bench_dsml() -> list[tuple]:
+    """DSML (paper 001) training, T = 10, on a five-fold training split of frequency_gender,
+    against Independent Decomposition (one RBF network per label set) on the same split. DSML
+    fits three networks per round (h_raw, h^a, h^b; Algorithm 1), so about 1.5 T = 15 times the
+    reference is the cost of its base learners alone. One BLAS thread."""
+    from threadpoolctl import threadpool_limits
+
+    from mlgraph.data.dual_set import frequency_gender
+    from mlgraph.methods import DSML, IndependentDecomposition
+    from mlgraph.protocols import cross_validation_trials
+
+    data = frequency_gender()
+    trial = cross_validation_trials(data.n_samples, folds=5, seed=0)[0]
+    X, Y = data.X[trial.train], data.Y[trial.train]
+    with threadpool_limits(1):
+        t_dsml = best_time(lambda: DSML(T=10, random_state=0).fit(X, Y), 3)
+        t_ind = best_time(lambda: IndependentDecomposition().fit(X, Y), 3)
+    return [(f"DSML fit T=10 frequency_gender n={len(X)}", t_dsml, t_ind, t_dsml / t_ind,
+             "time; reference = Ind. Decomposition; ~15 = base learners only")]
+
+
 BENCHES = {"mlmrrw_vs_lu": bench_mlmrrw_vs_lu, "arff_vs_liac": bench_arff_vs_liac,
-           "mlflow_overhead": bench_mlflow_overhead, "mlknn_vs_skmultilearn": bench_mlknn_vs_skmultilearn, "comparison_yeast": bench_comparison_yeast, "gmba": bench_gmba_ranking}
+           "mlflow_overhead": bench_mlflow_overhead, "mlknn_vs_skmultilearn": bench_mlknn_vs_skmultilearn, "comparison_yeast": bench_comparison_yeast,
+           "gmba": bench_gmba_ranking, "ml2": bench_ml2, "dsml": bench_dsml}
 
 
 def main(argv: list[str] | None = None) -> None:
