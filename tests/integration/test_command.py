@@ -195,3 +195,32 @@ def test_ml2_halves_protocol_and_toy_experiment(tmp_path):
     client, runs = runs_of(tmp_path, "toy")
     assert all(runs[0].data.metrics[f"correlation_label{j}"] > 0.99 for j in (1, 2))
     assert {a.path for a in client.list_artifacts(runs[0].info.run_id)} == {"toy_fig3.png"}
+
+
+@pytest.mark.skipif(not (ROOT.parent / "shared" / "datasets" / "voice.csv.gz").exists(),
+                    reason="needs ../shared/datasets/voice.csv.gz")
+def test_dual_set_command_comparison_and_report(tmp_path):
+    # the documented command: a dual-set dataset brings paper 001's 5-fold protocol with it
+    proc = run(["method=dsml", "dataset=frequency_gender", "method.T=3", "progress=false"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client, runs = runs_of(tmp_path)
+    r = runs[0]
+    assert r.data.params["protocol.folds"] == "5" and r.data.tags["trials_failed"] == "0 of 5"
+    folds = client.get_metric_history(r.info.run_id, "accuracy_all_fold")
+    assert sorted(m.step for m in folds) == [0, 1, 2, 3, 4]
+    mean = sum(m.value for m in folds) / 5
+    assert r.data.metrics["accuracy_all"] == pytest.approx(mean, abs=1e-12) and 0.5 < mean < 1
+    assert all(r.data.metrics["accuracy_all"] <= r.data.metrics[k] for k in ("accuracy_a", "accuracy_b"))
+    assert [m.step for m in client.get_metric_history(r.info.run_id, "round_accuracy_all")] == [1, 2, 3]
+
+    proc = run(["experiment=dsml_comparison", "method=dsml,independent,mlknn", "progress=false"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client, runs = runs_of(tmp_path, "dsml_comparison")
+    assert sorted(r.data.tags["method"] for r in runs) == ["dsml", "independent", "mlknn"]
+    env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "mlgraph.report", "experiment=dsml_comparison"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = (tmp_path / "reports" / "dsml_comparison" / "report.md").read_text()
+    assert "(paper 0.8220)" in text and "Ind. Dec." in text and "MLkNN" in text
+    assert (tmp_path / "reports" / "dsml_comparison" / "frequency_gender" / "rounds.png").stat().st_size > 10_000
