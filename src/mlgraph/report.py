@@ -69,7 +69,7 @@ def plot_rounds(curves: Mapping[str, pd.DataFrame],
         axes[row][0].legend(fontsize=7)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()) if title else None)
     return fig
 
 
