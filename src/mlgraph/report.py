@@ -380,10 +380,19 @@ def comparability_notes(datasets: Sequence[str]) -> list[str]:
 
 
 def _protocol_note(runs: pd.DataFrame) -> str:
-    seen = {key: sorted(set(runs[f"params.protocol.{key}"].dropna()))
-            for key in ("test_size", "repeats") if f"params.protocol.{key}" in runs}
-    ours = "; ".join(f"{key} {', '.join(map(str, values))}" for key, values in seen.items()) or "unknown"
-    return f"Protocol of these runs: {ours}. The paper's: test_size 0.5, repeats 10."
+    """The protocol settings of the runs, naming the datasets of each value when they differ."""
+    parts = []
+    for key in ("test_size", "repeats"):
+        column = f"params.protocol.{key}"
+        if column not in runs:
+            continue
+        groups = runs.dropna(subset=[column]).groupby(column)["tags.dataset"].unique()
+        if len(groups) == 1:
+            parts.append(f"{key} {groups.index[0]}")
+        else:
+            parts.append(f"{key} " + ", ".join(f"{value} ({', '.join(sorted(names))})"
+                                               for value, names in groups.items()))
+    return f"Protocol of these runs: {'; '.join(parts) or 'unknown'}. The paper's: test_size 0.5, repeats 10."
 
 
 def table_report(runs: pd.DataFrame, out: Path) -> list[str]:

@@ -174,3 +174,10 @@ def test_layout_orders_rows_and_columns_like_the_paper(runs, tmp_path):
 def _write_gap(runs: pd.DataFrame, out: Path) -> Path:
     R.table_report(runs, out)
     return out / "gap_avg_precision.csv"
+
+
+def test_protocol_note_names_the_datasets_of_each_repeat_count(runs):
+    assert R._protocol_note(runs).startswith("Protocol of these runs: test_size 0.5; repeats 10.")
+    runs.loc[runs["tags.dataset"] == "yeast", "params.protocol.repeats"] = "2"
+    note = R._protocol_note(runs)
+    assert "repeats 10 (emotions" in note and "2 (yeast)" in note
