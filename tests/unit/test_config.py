@@ -59,3 +59,10 @@ def test_protocol_is_callable_with_dataset_subsample():
     assert cfg.protocol.subsample == 0.1
     trials = instantiate(cfg.protocol, n_samples=1000, seed=0, rates=[0.5], repeats=1)
     assert len(trials[0].train) + len(trials[0].test) == 100
+
+
+@pytest.mark.parametrize("dataset", ["frequency_gender", "dual_set_csv"])
+def test_dual_set_data_bring_the_cv5_protocol_and_the_cli_wins(dataset):
+    assert _compose(f"dataset={dataset}", "method=dsml").protocol.folds == 5
+    assert _compose(f"dataset={dataset}", "method=dsml", "protocol=halves").protocol.test_size == 0.5
+    assert _compose("dataset=yeast").protocol.rates[0] == 0.05  # multi-label data keep `ssl`
