@@ -331,13 +331,14 @@ def _ordered(names, first: Sequence[str]) -> list[str]:
 
 
 def metric_table(runs: pd.DataFrame, paper: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """One row per (method, dataset): our mean and std, the paper's, the gap (ours − paper) and
+    """One row per (method, dataset): our mean and std (NaN for a single repetition), the paper's, the gap (ours − paper) and
     ``best``: ours is the best on that dataset at the 3 printed decimals (ties all best, as the
     paper's bold), lower or higher as ``METRICS[metric].greater_is_better`` says."""
     nan = pd.Series(float("nan"), index=runs.index)
+    single = runs.get("params.protocol.repeats", nan).astype(str) == "1"  # a std over one split is no spread
     table = pd.DataFrame({"method": runs["tags.method"], "dataset": runs["tags.dataset"],
                           "mean": runs.get(f"metrics.{metric}", nan),
-                          "std": runs.get(f"metrics.{metric}_std", nan)}).reset_index(drop=True)
+                          "std": runs.get(f"metrics.{metric}_std", nan).mask(single)}).reset_index(drop=True)
     theirs = paper.loc[paper.metric == metric, ["method", "dataset", "mean", "std"]]
     table = table.merge(theirs.rename(columns={"mean": "paper_mean", "std": "paper_std"}),
                         on=["method", "dataset"], how="left")

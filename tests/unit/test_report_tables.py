@@ -176,6 +176,15 @@ def _write_gap(runs: pd.DataFrame, out: Path) -> Path:
     return out / "gap_avg_precision.csv"
 
 
+def test_a_single_repetition_shows_no_std(runs):
+    runs.loc[runs["tags.dataset"] == "yeast", "params.protocol.repeats"] = "1"
+    table = R.metric_table(runs, R.paper002_tables(), "avg_precision")
+    assert table.loc[table.dataset == "yeast", "std"].isna().all()
+    assert table.loc[table.dataset == "emotions", "std"].notna().all()
+    cell = R._cell(table[(table.dataset == "yeast") & (table.method == "ml2")].iloc[0])
+    assert cell.startswith("**0.753** (paper 0.765)") and "±" not in cell
+
+
 def test_protocol_note_names_the_datasets_of_each_repeat_count(runs):
     assert R._protocol_note(runs).startswith("Protocol of these runs: test_size 0.5; repeats 10.")
     runs.loc[runs["tags.dataset"] == "yeast", "params.protocol.repeats"] = "2"
