@@ -128,6 +128,8 @@ KERNELS = ("rbf", "linear")
 
 _BLOCK = 1 << 22         # float64 elements per temporary block (32 MiB)
 _DENSE_QP_LIMIT = 3000   # QP polish with a dense Cholesky up to this many points, sparse LU above
+_CG_RTOL = 1e-13         # sparse polish: CG residual relative to the right-hand side ...
+_CG_MAXITER = 5000       # ... within this many products, else a sparse LU
 _MAX_HALVINGS = 40       # line search: smallest step 2**-40
 _KKT_TOL = 1e-8          # relative KKT violation below which a QP solution is accepted as exact
 _KKT_WARN = 1e-6         # ... above which label_manifold warns
@@ -206,6 +208,19 @@ def _kkt_violation(M: sp.csr_matrix, y: np.ndarray, lam: float, mu: np.ndarray) 
     return violation
 
 
+def _solve_free_sparse(Mff: sp.csr_matrix, rhs: np.ndarray, x0: np.ndarray) -> np.ndarray:
+    """``M_FF x = rhs`` for the sparse polish: conjugate gradients with a Jacobi preconditioner
+    from the current iterate (M_FF is positive definite once one bound is active, and its
+    diagonal, the squared column norms of I − W, is ≥ 1); a sparse LU when CG does not reach
+    its tolerance. CG needs a few hundred products where the LU's fill-in made a 14,298-point
+    tmc2007 half take minutes per factorisation."""
+    x, info = scipy.sparse.linalg.cg(Mff, rhs, x0=x0, rtol=_CG_RTOL, maxiter=_CG_MAXITER,
+                                     M=sp.diags(1.0 / Mff.diagonal()))
+    if info == 0:
+        return x
+    return scipy.sparse.linalg.splu(Mff.tocsc()).solve(rhs)
+
+
 def _pdas(M: sp.csr_matrix, Md: np.ndarray | None, y: np.ndarray, lam: float, mu: np.ndarray,
           max_iter: int = 50) -> np.ndarray | None:
     """Primal–dual active-set iterations for min μᵀMμ s.t. y∘μ ≥ λ, started from ``mu``.
@@ -233,11 +248,12 @@ def _pdas(M: sp.csr_matrix, Md: np.ndarray | None, y: np.ndarray, lam: float, mu
                 else:
                     Mf = M[free]
                     rhs = -(Mf[:, active] @ m[active])
-                    m[free] = scipy.sparse.linalg.splu(Mf[:, free].tocsc()).solve(rhs)
+                    m[free] = _solve_free_sparse(Mf[:, free], rhs, mu[free])
             except (np.linalg.LinAlgError, RuntimeError):
                 return None
             if not np.isfinite(m).all():
                 return None
+        mu = m                                                   # the next sparse solve starts here
         projected = np.where(y > 0, np.maximum(m, lam), np.minimum(m, -lam))
         if _kkt_violation(M, y, lam, projected) <= _KKT_TOL:
             return projected
