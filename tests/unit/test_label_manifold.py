@@ -4,6 +4,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import scipy.sparse.linalg
 from scipy.optimize import minimize
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
@@ -90,6 +91,22 @@ def test_label_manifold_is_feasible_and_satisfies_kkt(monkeypatch, dense_limit):
     assert active.any(axis=0).all() and (~active).any(axis=0).all()      # a non-trivial case
     assert np.abs(g[~active]).max() < 1e-8 * scale                        # stationary on free coordinates
     assert (y * g)[active].min() > -1e-8 * scale                          # multipliers of active bounds ≥ 0
+
+
+@pytest.mark.parametrize("cg_maxiter", [5000, 1], ids=["cg", "lu-fallback"])
+def test_sparse_polish_by_cg_or_its_lu_fallback_is_exact(monkeypatch, cg_maxiter):
+    monkeypatch.setattr(label_manifold_module, "_DENSE_QP_LIMIT", 0)
+    monkeypatch.setattr(label_manifold_module, "_CG_MAXITER", cg_maxiter)
+    W, Y, M = _qp_problem(n=60, q=2, k=5, seed=4)
+    free = np.arange(60) % 3 > 0
+    Mff = sp.csr_matrix(M[np.ix_(free, free)])
+    rhs = np.random.default_rng(0).normal(size=free.sum())
+    if cg_maxiter == 1:                                                   # CG alone cannot: the LU answers
+        assert scipy.sparse.linalg.cg(Mff, rhs, rtol=1e-13, maxiter=1)[1] > 0
+    x = label_manifold_module._solve_free_sparse(Mff, rhs, np.zeros(free.sum()))
+    assert np.allclose(x, np.linalg.solve(M[np.ix_(free, free)], rhs), rtol=1e-9, atol=1e-9)
+    mu, info = label_manifold(W, Y, lam=1.0, return_info=True)
+    assert all(i["kkt"] <= 1e-8 and i["solver"] == "L-BFGS-B+active-set" for i in info)
 
 
 def test_label_manifold_matches_an_independent_dense_solver():
