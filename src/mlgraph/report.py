@@ -331,9 +331,10 @@ def _ordered(names, first: Sequence[str]) -> list[str]:
 
 
 def metric_table(runs: pd.DataFrame, paper: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """One row per (method, dataset): our mean and std (NaN for a single repetition), the paper's, the gap (ours − paper) and
-    ``best``: ours is the best on that dataset at the 3 printed decimals (ties all best, as the
-    paper's bold), lower or higher as ``METRICS[metric].greater_is_better`` says."""
+    """One row per (method, dataset): our mean and std (NaN for a single repetition), the
+    paper's, the gap (ours − paper) and ``best``: ours is the best on that dataset at the 3
+    printed decimals (ties all best, as the paper's bold), lower or higher as
+    ``METRICS[metric].greater_is_better`` says."""
     nan = pd.Series(float("nan"), index=runs.index)
     single = runs.get("params.protocol.repeats", nan).astype(str) == "1"  # a std over one split is no spread
     table = pd.DataFrame({"method": runs["tags.method"], "dataset": runs["tags.dataset"],

@@ -55,12 +55,13 @@ Assumptions (choices the paper leaves open)
   L-BFGS-B tolerates), started from μ = λy, ftol 1e-15, projected-gradient tolerance 1e-10,
   at most 1,000 iterations; then a primal–dual active-set polish: with the active bounds fixed,
   the free coordinates solve ``M_FF μ_F = −M_FA μ_A`` exactly (dense Cholesky up to 3,000
-  points; above, Jacobi-preconditioned conjugate gradients from the current iterate, with a sparse LU
-  when CG stalls above a tenth of the KKT tolerance: on a tmc2007 half, 14,298
-  points, the LU's fill-in cost minutes per label and CG 4–19 s) and the active set is updated from the multipliers and the bound
-  violations until the projected iterate passes the KKT test below or the set reproduces
-  itself (degenerate points, at a bound with a zero multiplier, can otherwise flip forever:
-  this test cut a slashdot half's fit from 76 s to 16 s). When that fails (nearly
+  points; above, Jacobi-preconditioned conjugate gradients from the current iterate, with a
+  sparse LU when CG stalls above a tenth of the KKT tolerance: on a tmc2007 half, 14,298
+  points, the LU's fill-in cost minutes per label and CG 4–40 s) and the active set is
+  updated from the multipliers and the bound violations until the projected iterate passes
+  the KKT test below or the set reproduces itself (degenerate points, at a bound with a zero
+  multiplier, can otherwise flip forever: this test cut a slashdot half's fit from 76 s to
+  16 s). When that fails (nearly
   degenerate W, e.g. K = 3 neighbours that extrapolate), and n ≤ 3,000, the problem is also
   solved as a non-negative least-squares problem in z = y∘μ − λ ≥ 0,
   ``min ‖(I − W) diag(y) z + λ (I − W) y‖²``, by Lawson–Hanson (an exact active-set method,
@@ -129,7 +130,7 @@ __all__ = ["ML2", "SignMSVR", "label_manifold", "lle_weights", "sign_msvr", "sig
 KERNELS = ("rbf", "linear")
 
 _BLOCK = 1 << 22         # float64 elements per temporary block (32 MiB)
-_DENSE_QP_LIMIT = 3000   # QP polish with a dense Cholesky up to this many points, sparse LU above
+_DENSE_QP_LIMIT = 3000   # QP polish with a dense Cholesky up to this many points, CG above
 _CG_MAXITER = 5000       # sparse polish: CG products before falling back to a sparse LU
 _MAX_HALVINGS = 40       # line search: smallest step 2**-40
 _KKT_TOL = 1e-8          # relative KKT violation below which a QP solution is accepted as exact
