@@ -155,6 +155,17 @@ def _log_artifacts(run_dir: Path, cfg: DictConfig, table: pd.DataFrame, summary:
         mlflow.log_artifact(str(run_dir / name))
 
 
+def run_from_hydra(cfg: DictConfig) -> pd.DataFrame:
+    """The body of every Hydra entry point (``python -m run``, ``mlgraph run``): reads the
+    launcher and job folder from Hydra's runtime config and calls :func:`run_experiment`."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    hc = HydraConfig.get()
+    parallel = hc.mode == RunMode.MULTIRUN and "joblib" in hc.runtime.choices.get("hydra/launcher", "")
+    return run_experiment(cfg, in_parallel_launcher=parallel, output_dir=hc.runtime.output_dir)
+
+
 def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,
                    output_dir: str | os.PathLike | None = None) -> pd.DataFrame:
     """Run every trial of ``cfg`` and track them as one MLflow run; return the summary table.
