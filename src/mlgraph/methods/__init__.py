@@ -1,5 +1,6 @@
 """Estimators, one module per method family, scikit-learn style."""
 
+from mlgraph.methods.base import MultiLabelClassifierMixin, labelled_scorer
 from mlgraph.methods.dual_set import (
     DSML,
     CoOccurrenceDecomposition,
@@ -24,4 +25,5 @@ from mlgraph.methods.weak_label import SSWL
 
 __all__ = ["BPMLL", "RankSVM", "DSML", "CoOccurrenceDecomposition", "DualSetFromMultiLabel", "IndependentDecomposition",
            "LabelStacking", "MLRBF", "RBFNetwork", "BinaryRelevance", "CalibratedLabelRanking", "EnsembleClassifierChains", "RAkEL",
-           "ML2", "MLFSKSC", "MLGFHF", "MLLGC", "MLMR", "MLMRRW", "MLkNN", "SSWL"]
+           "ML2", "MLFSKSC", "MLGFHF", "MLLGC", "MLMR", "MLMRRW", "MLkNN", "SSWL",
+           "MultiLabelClassifierMixin", "labelled_scorer"]

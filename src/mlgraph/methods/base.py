@@ -3,6 +3,31 @@ label convention, feature standardisation with training statistics, and the grap
 
 Semi-supervised input follows scikit-learn's convention: a row of ``Y`` filled with −1 marks an
 unlabelled training point; labelled rows hold 0/1.
+
+scikit-learn model selection
+----------------------------
+Every multi-label estimator derives from :class:`MultiLabelClassifierMixin`: it is a classifier
+with one binary output per label, as scikit-learn's own multi-label classifiers
+(``MultiOutputClassifier``, ``KNeighborsClassifier`` on a 2-D y) are: ``classes_`` is a list of
+q arrays ``[0, 1]``, ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame) is set in
+``fit`` and checked at prediction time, and the tags say multi-output, not single-output,
+multi-label, sparse input accepted. So ``GridSearchCV``/``cross_validate`` work with the
+multi-label scorers of scikit-learn (``"f1_micro"``, ``"f1_macro"``, ``"average_precision"``,
+``"roc_auc"``, which use ``predict`` or ``decision_function``) and with the project's metrics,
+e.g. ``make_scorer(mlgraph.metrics.average_precision, response_method="decision_function")``.
+
+Grid search with unlabelled rows: every estimator accepts rows of −1 in ``Y`` (the
+semi-supervised ones ML-MR, ML-MRRW, GFHF, LGC, FSKSC and SSWL use them, the supervised ones drop
+them). Cross-validation then splits labelled and unlabelled rows alike, so a test fold holds
+both, and a plain scorer would compare predictions with −1 rows. Wrap the scorer in
+:func:`labelled_scorer`, which scores only the rows of the test fold whose ``Y`` row is not −1::
+
+    GridSearchCV(MLMR(), {"gamma_I": [0.1, 1.0]}, cv=3,
+                 scoring=labelled_scorer("f1_micro")).fit(X, Y_with_minus_one_rows)
+
+Fitting still sees every row of the training folds (labelled and unlabelled); only scoring is
+restricted. A test fold without a labelled row cannot be scored and raises ``ValueError``
+(``GridSearchCV`` records its ``error_score``): use enough labelled rows or fewer folds.
 """
 
 from __future__ import annotations
@@ -12,10 +37,73 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_array, check_memory
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.metrics import check_scoring
+from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import check_array, check_memory, validate_data
 
 from mlgraph.graphs import build_graph
+
+
+class MultiLabelClassifierMixin(ClassifierMixin):
+    """A classifier with one binary output per label (see the module docstring).
+
+    Subclasses call :meth:`_check_fit_data` in ``fit`` (it sets ``n_features_in_`` and
+    ``classes_``) and :meth:`_check_predict_data` before predicting.
+    """
+
+    def _check_fit_data(self, X, Y, densify: bool = True) -> tuple:
+        """Validated (X float64, Y int8 with −1 rows, labelled mask); sparse X is kept as CSR
+        when ``densify`` is False."""
+        X = fitted_features(self, X, reset=True, densify=False)
+        Y, labelled = split_labelled(Y)
+        if X.shape[0] != Y.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+        self.classes_ = [np.array([0, 1]) for _ in range(Y.shape[1])]
+        return (dense(X) if densify else X), Y, labelled
+
+    def _check_predict_data(self, X, densify: bool = True):
+        """X validated against the features seen in ``fit`` (count and, for DataFrames, names)."""
+        return fitted_features(self, X, reset=False, densify=densify)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False  # y is the n × q label matrix, never 1-D
+        tags.classifier_tags.multi_label = True
+        tags.classifier_tags.multi_class = False  # each output is binary 0/1
+        tags.input_tags.sparse = True              # CSR is accepted (densified where needed)
+        return tags
+
+
+class _LabelledScorer:
+    """Callable ``(estimator, X, Y)`` scorer of :func:`labelled_scorer`; a class, so that a
+    fitted ``GridSearchCV`` holding it can be pickled."""
+
+    def __init__(self, scoring):
+        self.scorer = check_scoring(estimator=None, scoring=scoring)
+
+    def __call__(self, estimator, X, Y, sample_weight=None):
+        Y = np.asarray(Y)
+        labelled = ~(Y == -1).all(axis=1)
+        if not labelled.any():
+            raise ValueError("labelled_scorer: the scored rows hold no labelled row (every Y row is −1)")
+        kwargs = {} if sample_weight is None else {"sample_weight": np.asarray(sample_weight)[labelled]}
+        return self.scorer(estimator, _safe_indexing(X, labelled), Y[labelled], **kwargs)
+
+    def __repr__(self) -> str:
+        return f"labelled_scorer({self.scorer!r})"
+
+
+def labelled_scorer(scoring) -> _LabelledScorer:
+    """A scorer that scores only the rows whose ``Y`` row is not all −1 (unlabelled).
+
+    ``scoring`` is anything :func:`sklearn.metrics.check_scoring` takes (a name such as
+    ``"f1_micro"`` or a scorer from ``make_scorer``). Use it as ``GridSearchCV(...,
+    scoring=labelled_scorer("f1_micro"))`` when ``Y`` holds unlabelled rows.
+    """
+    return _LabelledScorer(scoring)
 
 
 def check_params(est: BaseEstimator, rules: dict) -> None:
@@ -47,6 +135,14 @@ def dense(X) -> np.ndarray:
     return X.toarray() if sp.issparse(X) else X
 
 
+def fitted_features(est: BaseEstimator, X, reset: bool, densify: bool = True):
+    """X as float64 (dense, or CSR when not ``densify``) through scikit-learn's ``validate_data``:
+    ``reset`` (in ``fit``) sets ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame),
+    otherwise they are checked, with scikit-learn's error message."""
+    X = validate_data(est, X, dtype=np.float64, accept_sparse="csr", reset=reset)
+    return dense(X) if densify else X
+
+
 def check_features(X, n_features: int | None = None) -> np.ndarray:
     """Validated float64 dense features; ``n_features`` is the count seen in ``fit``."""
     X = dense(check_array(X, dtype=np.float64, accept_sparse="csr", input_name="X"))
@@ -65,15 +161,6 @@ def split_labelled(Y) -> tuple[np.ndarray, np.ndarray]:
     if unlabelled.all():
         raise ValueError("Y has no labelled row: at least one training instance needs labels")
     return Y, ~unlabelled
-
-
-def check_X_Y(X, Y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Validated (X float64 dense, Y int8 with −1 rows, labelled mask) with matching rows."""
-    X = check_features(X)
-    Y, labelled = split_labelled(Y)
-    if X.shape[0] != Y.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
-    return X, Y, labelled
 
 
 def standardisation(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

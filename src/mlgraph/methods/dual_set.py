@@ -78,11 +78,11 @@ from collections.abc import Iterator
 from numbers import Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.model_selection import cross_val_predict
 from sklearn.utils.validation import check_array, check_is_fitted, has_fit_parameter
 
-from mlgraph.methods.base import check_features, check_params, positive, positive_int
+from mlgraph.methods.base import check_params, fitted_features, positive, positive_int
 from mlgraph.methods.rbf_network import MLRBF, RBFNetwork
 from mlgraph.metrics import dual_set_accuracy
 
@@ -115,11 +115,15 @@ def _fewer_first(n_classes: tuple[int, int], choice: str) -> int:
     return {"a": 0, "b": 1}[choice]
 
 
-class DualSetEstimator(BaseEstimator):
-    """fit(X, Y) with Y n × 2, predict -> n × 2 labels, score -> Accuracy-all (Definition 4)."""
+class DualSetEstimator(ClassifierMixin, BaseEstimator):
+    """fit(X, Y) with Y n × 2, predict -> n × 2 labels, score -> Accuracy-all (Definition 4).
+
+    To scikit-learn a classifier with two multi-class outputs ("multiclass-multioutput"):
+    ``classes_`` holds the classes of each set, ``n_features_in_`` is checked at prediction.
+    """
 
     def _validate_fit(self, X, Y) -> tuple[np.ndarray, list[np.ndarray]]:
-        X = check_features(X)
+        X = fitted_features(self, X, reset=True)
         Y = check_array(Y, dtype=None, ensure_2d=True, input_name="Y")
         if Y.shape != (X.shape[0], 2):
             raise ValueError(f"Y must have shape (n_samples, 2) = ({X.shape[0]}, 2): column 0 holds the "
@@ -133,7 +137,6 @@ class DualSetEstimator(BaseEstimator):
             self.classes_.append(classes)
             codes.append(idx.astype(np.int64))
         self.n_classes_ = (self.classes_[0].size, self.classes_[1].size)
-        self.n_features_in_ = X.shape[1]
         return X, codes
 
     def _default_base(self):
@@ -148,13 +151,21 @@ class DualSetEstimator(BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """n × 2 predicted labels (column 0: set a, column 1: set b)."""
         check_is_fitted(self, "classes_")
-        return self._labels(self._predict_codes(check_features(X, self.n_features_in_)))
+        return self._labels(self._predict_codes(fitted_features(self, X, reset=False)))
 
     def score(self, X, Y, sample_weight=None) -> float:
         """Accuracy-all (Definition 4): the fraction of rows with both labels right."""
         Y = np.asarray(Y)
         P = self.predict(X)
         return dual_set_accuracy(Y[:, 0], P[:, 0], Y[:, 1], P[:, 1])["accuracy_all"]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False  # Y is n × 2, one column per label set
+        tags.input_tags.sparse = True              # CSR is accepted (densified)
+        return tags
 
 
 # --------------------------------------------------------------------------
@@ -334,14 +345,14 @@ class DSML(DualSetEstimator):
     def staged_predict(self, X) -> Iterator[np.ndarray]:
         """n × 2 predictions after rounds 1, 2, …, n_rounds_ (the T study of Fig. 3)."""
         check_is_fitted(self, "estimators_")
-        X = check_features(X, self.n_features_in_)
+        X = fitted_features(self, X, reset=False)
         for votes in self._staged_votes(X):
             yield self._labels((votes[0].argmax(axis=1), votes[1].argmax(axis=1)))
 
     def predict_votes(self, X) -> tuple[np.ndarray, np.ndarray]:
         """(V^a, V^b): the α-weighted votes of Eq. 10/11 divided by Σ_t α_t, n × L_a and n × L_b."""
         check_is_fitted(self, "estimators_")
-        X = check_features(X, self.n_features_in_)
+        X = fitted_features(self, X, reset=False)
         for votes in self._staged_votes(X):
             pass
         return votes[0] / self.alphas_[:, 0].sum(), votes[1] / self.alphas_[:, 1].sum()
@@ -439,7 +450,7 @@ class DualSetFromMultiLabel(DualSetEstimator):
     def decision_function(self, X) -> np.ndarray:
         """The wrapped estimator's n × (L_a + L_b) scores, set a's labels first."""
         check_is_fitted(self, "estimator_")
-        X = check_features(X, self.n_features_in_)
+        X = fitted_features(self, X, reset=False)
         est = self.estimator_
         S = est.decision_function(X) if hasattr(est, "decision_function") else est.predict_proba(X)
         S = np.asarray(S.toarray() if hasattr(S, "toarray") else S, dtype=np.float64)

@@ -110,15 +110,14 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 from scipy.optimize import Bounds, minimize, nnls
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.graphs import squared_distances
 from mlgraph.graphs.sparsify import check_k, check_sqdist, check_X, nearest_columns
 from mlgraph.methods.base import (
-    check_features,
+    MultiLabelClassifierMixin,
     check_params,
-    check_X_Y,
     nonneg,
     positive,
     positive_int,
@@ -471,7 +470,7 @@ def _mean_distance(sqdist: np.ndarray) -> float:
     return total / (n * (n - 1))
 
 
-class ML2(ClassifierMixin, BaseEstimator):
+class ML2(MultiLabelClassifierMixin, BaseEstimator):
     """ML², multi-label manifold learning (paper 002): LLE weights → numerical labels → kernel
     MSVR with a sign hinge. See the module docstring for the equations and the assumptions.
 
@@ -538,7 +537,7 @@ class ML2(ClassifierMixin, BaseEstimator):
     def fit(self, X, Y):
         """Fit on the labelled rows of (X, Y); rows of ``Y`` equal to −1 are dropped."""
         check_params(self, self._rules)
-        X, Y, labelled = check_X_Y(X, Y)
+        X, Y, labelled = self._check_fit_data(X, Y)
         X, Y = X[labelled], Y[labelled]
         n, q = Y.shape
         if n < 2:
@@ -560,13 +559,12 @@ class ML2(ClassifierMixin, BaseEstimator):
                         max_iter=self.max_iter)                                         # Eq. 5–12
         self.dual_coef_, self.intercept_ = res.coef, res.intercept
         self.objective_, self.n_iter_ = res.objective, res.n_iter
-        self.n_features_in_ = X.shape[1]
         return self
 
     def decision_function(self, X) -> np.ndarray:
         """Predicted numerical labels f(x) = Σ_i β_i k(x_i, x) + b; rank labels by value."""
         check_is_fitted(self, "dual_coef_")
-        X = check_features(X, self.n_features_in_)
+        X = self._check_predict_data(X)
         return self._kernel((X - self.mean_) / self.scale_) @ self.dual_coef_ + self.intercept_
 
     def predict(self, X) -> np.ndarray:

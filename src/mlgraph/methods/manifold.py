@@ -25,22 +25,21 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.graphs import KINDS, WEIGHTS, gaussian_kernel, laplacian, median_sigma, squared_distances
 from mlgraph.methods.base import (
+    MultiLabelClassifierMixin,
     cached_graph,
-    check_features,
     check_params,
-    check_X_Y,
     nonneg,
     positive,
     standardisation,
 )
 
 
-class _ManifoldRegularization(ClassifierMixin, BaseEstimator):
+class _ManifoldRegularization(MultiLabelClassifierMixin, BaseEstimator):
     """Shared fit/predict of Eq. 19–20; subclasses give the reliance weights (Eq. 16)."""
 
     _rules = {
@@ -72,7 +71,7 @@ class _ManifoldRegularization(ClassifierMixin, BaseEstimator):
     def fit(self, X, Y):
         """Fit on all training points; rows of ``Y`` equal to −1 are unlabelled."""
         check_params(self, self._rules)
-        X, Y, labelled = check_X_Y(X, Y)
+        X, Y, labelled = self._check_fit_data(X, Y)
         self.mean_, self.scale_ = standardisation(X)
         Xs = (X - self.mean_) / self.scale_
         sqdist = squared_distances(Xs)  # one distance matrix serves σ, the graph and the kernel
@@ -97,13 +96,12 @@ class _ManifoldRegularization(ClassifierMixin, BaseEstimator):
         self.dual_coef_ = xi[:, None] * theta                                        # Ξ Θ*
         self.graph_ = W
         self.n_labelled_ = l
-        self.n_features_in_ = X.shape[1]
         return self
 
     def decision_function(self, X) -> np.ndarray:
         """Real-valued label scores F̃ = K_e Ξ Θ* (Eq. 20)."""
         check_is_fitted(self, "dual_coef_")
-        X = check_features(X, self.n_features_in_)
+        X = self._check_predict_data(X)
         Ke = gaussian_kernel((X - self.mean_) / self.scale_, self.X_fit_, sigma=self.sigma_)
         return Ke @ self.dual_coef_
 

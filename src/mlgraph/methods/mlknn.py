@@ -40,15 +40,14 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.graphs.kernels import squared_distances
 from mlgraph.graphs.sparsify import nearest_columns
 from mlgraph.methods.base import (
-    check_features,
+    MultiLabelClassifierMixin,
     check_params,
-    check_X_Y,
     positive,
     positive_int,
     standardisation,
@@ -85,7 +84,7 @@ def _block_sqdist(A: np.ndarray, B: np.ndarray, sq_b: np.ndarray, offset: int | 
     return D
 
 
-class MLkNN(ClassifierMixin, BaseEstimator):
+class MLkNN(MultiLabelClassifierMixin, BaseEstimator):
     """ML-kNN of Zhang & Zhou (2007); see the module docstring for the formulas and rules.
 
     Parameters
@@ -141,7 +140,7 @@ class MLkNN(ClassifierMixin, BaseEstimator):
     def fit(self, X, Y):
         """Fit on the labelled rows of ``(X, Y)``; rows of ``Y`` equal to −1 are dropped."""
         check_params(self, self._rules)
-        X, Y, labelled = check_X_Y(X, Y)
+        X, Y, labelled = self._check_fit_data(X, Y)
         X, Y = X[labelled], Y[labelled]
         m, q = Y.shape
         k, s = int(self.k), float(self.s)
@@ -156,7 +155,6 @@ class MLkNN(ClassifierMixin, BaseEstimator):
             self.mean_ = self.scale_ = None
         self.X_fit_ = self._transform(X)
         self.Y_fit_ = Y
-        self.n_features_in_ = X.shape[1]
 
         if self.self_neighbour:  # x_i itself plus its k − 1 nearest other points
             C = Y + self._neighbour_counts(self.X_fit_, k - 1, exclude_self=True)
@@ -175,7 +173,7 @@ class MLkNN(ClassifierMixin, BaseEstimator):
     def _joint(self, X) -> tuple[np.ndarray, np.ndarray]:
         """P(H_1) P(E_j|H_1) and P(H_0) P(E_j|H_0) at j = C_t(l), for every test row and label."""
         check_is_fitted(self, "cond_prob_true_")
-        X = check_features(X, self.n_features_in_)
+        X = self._check_predict_data(X)
         C = self._neighbour_counts(self._transform(X), int(self.k), exclude_self=False)
         labels = np.arange(C.shape[1])
         p_true = self.prior_ * self.cond_prob_true_[labels, C]

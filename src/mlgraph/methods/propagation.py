@@ -69,15 +69,14 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import splu
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.graphs import KINDS, WEIGHTS, median_sigma
 from mlgraph.methods.base import (
+    MultiLabelClassifierMixin,
     cached_graph,
-    check_features,
     check_params,
-    check_X_Y,
     in_open_unit,
     positive,
     positive_int,
@@ -152,7 +151,7 @@ def lgc_scores(W, Y, labelled, alpha: float = 0.99) -> np.ndarray:
     return scores
 
 
-class _GraphPropagation(ClassifierMixin, BaseEstimator):
+class _GraphPropagation(MultiLabelClassifierMixin, BaseEstimator):
     """Shared transductive fit: standardise all rows, build W, then :meth:`_scores`."""
 
     transductive = True
@@ -199,13 +198,12 @@ class _GraphPropagation(ClassifierMixin, BaseEstimator):
         to −1 are unlabelled (the test rows, in the runner). Scores of every row are stored in
         ``label_scores_`` and thresholded in ``transduction_``."""
         check_params(self, self._rules)
-        X, Y, labelled = check_X_Y(X, Y)
+        X, Y, labelled = self._check_fit_data(X, Y)
         scores, self.graph_, self.sigma_ = self._transduce(X, Y, labelled)
         self.label_scores_ = scores
         self.transduction_ = (scores > self.threshold).astype(np.int8)
         self.X_fit_, self.Y_fit_ = X, Y
         self.n_labelled_ = int(labelled.sum())
-        self.n_features_in_ = X.shape[1]
         return self
 
     def decision_function(self, X) -> np.ndarray:
@@ -213,7 +211,7 @@ class _GraphPropagation(ClassifierMixin, BaseEstimator):
         training rows as unlabelled nodes and everything is solved again (each call costs a fit);
         equal to ``label_scores_[n_train:]`` of a fit on [training; X] with X's rows −1."""
         check_is_fitted(self, "label_scores_")
-        X = check_features(X, self.n_features_in_)
+        X = self._check_predict_data(X)
         X_all = np.vstack([self.X_fit_, X])
         Y_all = np.vstack([self.Y_fit_, np.full((X.shape[0], self.Y_fit_.shape[1]), -1, np.int8)])
         labelled = np.concatenate([(self.Y_fit_ != -1).all(axis=1), np.zeros(X.shape[0], bool)])

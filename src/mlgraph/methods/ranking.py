@@ -111,15 +111,14 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from scipy.optimize import linprog
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.graphs import squared_distances
 from mlgraph.methods.base import (
-    check_features,
+    MultiLabelClassifierMixin,
     check_params,
-    check_X_Y,
     nonneg,
     positive,
     positive_int,
@@ -254,12 +253,12 @@ def _objective(params, X, rel_f, irr_f, norm, alpha, value=True):
     return float(loss.sum()) + penalty, grads
 
 
-class _RankingModel(ClassifierMixin, BaseEstimator):
+class _RankingModel(MultiLabelClassifierMixin, BaseEstimator):
     """Shared by BP-MLL and RankSVM: the labelled rows, z-scored with their own statistics."""
 
     def _labelled_training_set(self, X, Y):
         check_params(self, self._rules)
-        X, Y, labelled = check_X_Y(X, Y)
+        X, Y, labelled = self._check_fit_data(X, Y)
         X, Y = X[labelled], Y[labelled].astype(bool)
         if self.standardize:
             self.mean_, self.scale_ = standardisation(X)
@@ -349,14 +348,14 @@ class BPMLL(_RankingModel):
         self.loss_curve_ = np.asarray(curve)
         self.n_iter_ = int(self.epochs)
         self.n_hidden_ = h
-        self.n_features_in_, self.n_labels_ = d, q
+        self.n_labels_ = q
         self.threshold_coef_ = fit_size_threshold(_forward(params, X)[1], Y)
         return self
 
     def decision_function(self, X) -> np.ndarray:
         """Network outputs c(x) in (−1, 1), shape (n, q); higher = more relevant."""
         check_is_fitted(self, "threshold_coef_")
-        X = self._transform(check_features(X, self.n_features_in_))
+        X = self._transform(self._check_predict_data(X))
         params = [self.coefs_[0], self.intercepts_[0], self.coefs_[1], self.intercepts_[1]]
         return _forward(params, X)[1]
 
@@ -449,7 +448,7 @@ class RankSVM(_RankingModel):
         self.dual_objective_ = history["dual"]
         self.primal_objective_ = history["primal"]
         self.duality_gap_ = history["gap"]
-        self.n_features_in_, self.n_labels_ = d, q
+        self.n_labels_ = q
         self.threshold_coef_ = fit_size_threshold(self._scores(X), Y)
         return self
 
@@ -506,7 +505,7 @@ class RankSVM(_RankingModel):
     def decision_function(self, X) -> np.ndarray:
         """Ranking outputs f_k(x) = ⟨w_k, φ(x)⟩ + b_k, shape (n, q); higher = more relevant."""
         check_is_fitted(self, "threshold_coef_")
-        return self._scores(self._transform(check_features(X, self.n_features_in_)))
+        return self._scores(self._transform(self._check_predict_data(X)))
 
     def predict(self, X) -> np.ndarray:
         """0/1 label matrix (int8): labels whose output is ≥ the learnt threshold t(x)."""

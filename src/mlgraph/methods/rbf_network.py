@@ -54,7 +54,14 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, column_or_1d
 
 from mlgraph.graphs import squared_distances
-from mlgraph.methods.base import check_features, check_params, check_X_Y, nonneg, positive, positive_int
+from mlgraph.methods.base import (
+    MultiLabelClassifierMixin,
+    check_params,
+    fitted_features,
+    nonneg,
+    positive,
+    positive_int,
+)
 
 __all__ = ["MLRBF", "RBFNetwork", "rbf_design", "weighted_least_squares"]
 
@@ -182,7 +189,7 @@ class RBFNetwork(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         """Fit on (X, y); ``sample_weight`` (non-negative, not all 0) weights every stage."""
         check_params(self, self._rules)
-        X = check_features(X)
+        X = fitted_features(self, X, reset=True)
         y = column_or_1d(y, warn=True)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}")
@@ -204,24 +211,28 @@ class RBFNetwork(ClassifierMixin, BaseEstimator):
         T = np.zeros((X.shape[0], self.classes_.size))
         T[np.arange(X.shape[0]), y_idx] = 1.0
         self.coef_ = weighted_least_squares(rbf_design(Xs, self.centres_, self.sigma_), T, w, self.ridge)
-        self.n_features_in_ = X.shape[1]
         return self
 
     def decision_function(self, X) -> np.ndarray:
         """Network outputs, n × n_classes (columns in the order of ``classes_``)."""
         check_is_fitted(self, "coef_")
-        X = check_features(X, self.n_features_in_)
+        X = fitted_features(self, X, reset=False)
         return rbf_design((X - self.mean_) / self.scale_, self.centres_, self.sigma_) @ self.coef_
 
     def predict(self, X) -> np.ndarray:
         """The class with the largest output (first one on ties)."""
         return self.classes_[np.argmax(self.decision_function(X), axis=1)]
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # CSR is accepted (densified)
+        return tags
+
 
 # --------------------------------------------------------------------------
 # ML-RBF (Zhang 2009)
 # --------------------------------------------------------------------------
-class MLRBF(ClassifierMixin, BaseEstimator):
+class MLRBF(MultiLabelClassifierMixin, BaseEstimator):
     """ML-RBF (Zhang 2009): per-label k-means centres pooled into one RBF layer, ±1 targets.
 
     Parameters
@@ -258,7 +269,7 @@ class MLRBF(ClassifierMixin, BaseEstimator):
     def fit(self, X, Y):
         """Fit on the labelled rows of (X, Y)."""
         check_params(self, self._rules)
-        X, Y, labelled = check_X_Y(X, Y)
+        X, Y, labelled = self._check_fit_data(X, Y)
         X, Y = X[labelled], Y[labelled].astype(bool)
         if not Y.any():
             raise ValueError("MLRBF: no label has a positive training instance, so there is no centre")
@@ -282,14 +293,13 @@ class MLRBF(ClassifierMixin, BaseEstimator):
         self.sigma_ = _width(self.centres_, Xs, self.mu)
         T = np.where(Y, 1.0, -1.0)
         self.coef_ = weighted_least_squares(rbf_design(Xs, self.centres_, self.sigma_), T, None, self.ridge)
-        self.n_features_in_ = X.shape[1]
         self.n_labels_ = Y.shape[1]
         return self
 
     def decision_function(self, X) -> np.ndarray:
         """Real-valued outputs, n × q (higher = more relevant)."""
         check_is_fitted(self, "coef_")
-        X = check_features(X, self.n_features_in_)
+        X = self._check_predict_data(X)
         return rbf_design((X - self.mean_) / self.scale_, self.centres_, self.sigma_) @ self.coef_
 
     def predict(self, X) -> np.ndarray:

@@ -70,14 +70,13 @@ from numbers import Integral
 
 import numpy as np
 import scipy.linalg
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.graphs import gaussian_kernel, median_sigma
 from mlgraph.methods.base import (
-    check_features,
+    MultiLabelClassifierMixin,
     check_params,
-    check_X_Y,
     nonneg,
     positive,
     positive_int,
@@ -172,7 +171,7 @@ def solve_primal(Phi: np.ndarray, degrees: np.ndarray, C: np.ndarray, labelled: 
     return sol[:r], sol[r]
 
 
-class MLFSKSC(ClassifierMixin, BaseEstimator):
+class MLFSKSC(MultiLabelClassifierMixin, BaseEstimator):
     """ML-FSKSC [33]: fixed-size multi-label semi-supervised regularized KSC (see the module).
 
     gamma1 : weight γ1 ≥ 0 of the (maximised) KSC term eᵀD⁻¹e over all training points; the
@@ -209,7 +208,7 @@ class MLFSKSC(ClassifierMixin, BaseEstimator):
     def fit(self, X, Y):
         """Fit on all training points; rows of ``Y`` equal to −1 are unlabelled."""
         check_params(self, self._rules)
-        X, Y, labelled = check_X_Y(X, Y)
+        X, Y, labelled = self._check_fit_data(X, Y)
         self.mean_, self.scale_ = standardisation(X)
         Xs = (X - self.mean_) / self.scale_
         base_sigma = median_sigma(Xs, random_state=self.random_state) if self.sigma is None else self.sigma
@@ -229,13 +228,12 @@ class MLFSKSC(ClassifierMixin, BaseEstimator):
         self.prototypes_ = P
         self.entropy_ = renyi_entropy(K_mm)
         self.n_labelled_ = int(labelled.sum())
-        self.n_features_in_ = X.shape[1]
         return self
 
     def transform(self, X) -> np.ndarray:
         """Nyström features φ̂(x) = (U Λ^-½)ᵀ k_m(x) of new points."""
         check_is_fitted(self, "coef_")
-        X = check_features(X, self.n_features_in_)
+        X = self._check_predict_data(X)
         Xs = (X - self.mean_) / self.scale_
         return gaussian_kernel(Xs, self.prototypes_, sigma=self.sigma_) @ self.components_
 

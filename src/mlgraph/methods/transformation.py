@@ -91,12 +91,18 @@ from numbers import Integral
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import BaseEstimator, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
-from mlgraph.methods.base import check_params, in_open_unit, positive_int, split_labelled, standardisation
+from mlgraph.methods.base import (
+    MultiLabelClassifierMixin,
+    check_params,
+    in_open_unit,
+    positive_int,
+    standardisation,
+)
 
 __all__ = ["BinaryRelevance", "CalibratedLabelRanking", "EnsembleClassifierChains", "RAkEL",
            "default_base_estimator"]
@@ -161,7 +167,7 @@ def _hard(model, X) -> np.ndarray:
     return np.asarray(model.predict(X)).ravel()
 
 
-class _Transformation(ClassifierMixin, BaseEstimator):
+class _Transformation(MultiLabelClassifierMixin, BaseEstimator):
     """Shared input handling: validation, optional standardisation, labelled rows only."""
 
     _rules = {
@@ -175,12 +181,8 @@ class _Transformation(ClassifierMixin, BaseEstimator):
 
     def _validate_fit(self, X, Y):
         check_params(self, self._rules)
-        X = check_array(X, dtype=np.float64, accept_sparse="csr", input_name="X")
-        Y, labelled = split_labelled(Y)
-        if X.shape[0] != Y.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+        X, Y, labelled = self._check_fit_data(X, Y, densify=False)
         X, Y = X[labelled], Y[labelled]
-        self.n_features_in_ = X.shape[1]
         self.n_labels_ = Y.shape[1]
         if self.standardize and not sp.issparse(X):
             self.mean_, self.scale_ = standardisation(X)
@@ -197,10 +199,7 @@ class _Transformation(ClassifierMixin, BaseEstimator):
 
     def _validate_predict(self, X, attribute: str):
         check_is_fitted(self, attribute)
-        X = check_array(X, dtype=np.float64, accept_sparse="csr", input_name="X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted on {self.n_features_in_}")
-        return self._transform(X)
+        return self._transform(self._check_predict_data(X, densify=False))
 
 
 class BinaryRelevance(_Transformation):

@@ -101,15 +101,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.methods.base import (
+    MultiLabelClassifierMixin,
     cached_graph,
-    check_features,
     check_params,
-    check_X_Y,
     nonneg,
     positive,
     positive_int,
@@ -254,7 +253,7 @@ class _SSWLProblem:
         return 0.5 * (Ln + Ln.T)
 
 
-class SSWL(ClassifierMixin, BaseEstimator):
+class SSWL(MultiLabelClassifierMixin, BaseEstimator):
     """Semi-supervised weak-label learning (SSWL) as a scikit-learn estimator.
 
     Parameters (defaults from the authors' ``demo_SSWL.m`` / ``SSWL.m``)
@@ -301,7 +300,7 @@ class SSWL(ClassifierMixin, BaseEstimator):
         """Validate, standardise, build the graph and the masks (sets the preprocessing
         attributes); the fitted problem is what :meth:`fit` runs BCD on."""
         check_params(self, self._rules)
-        X, Y, labelled = check_X_Y(X, Y)
+        X, Y, labelled = self._check_fit_data(X, Y)
         if self.k >= X.shape[0]:
             raise ValueError(f"SSWL: parameter k={self.k!r} must be smaller than the number of "
                              f"training points ({X.shape[0]})")
@@ -314,7 +313,6 @@ class SSWL(ClassifierMixin, BaseEstimator):
         self.active_ = np.isfinite(self.scale_)                 # constant features drop out
         A = np.hstack([Xs[:, self.active_], np.ones((X.shape[0], 1))])
         P, U = weak_label_masks(Y, labelled)
-        self.n_features_in_ = X.shape[1]
         return _SSWLProblem(A, P, U, self.graph_, self.alpha, self.beta, self.zeta,
                             self.label_similarity)
 
@@ -349,7 +347,7 @@ class SSWL(ClassifierMixin, BaseEstimator):
     def decision_function(self, X) -> np.ndarray:
         """Real-valued scores [X_s, 1] W of the first model (used for ranking)."""
         check_is_fitted(self, "coef_")
-        X = check_features(X, self.n_features_in_)
+        X = self._check_predict_data(X)
         return ((X - self.mean_) / self.scale_) @ self.coef_[:-1] + self.coef_[-1]
 
     def predict(self, X) -> np.ndarray:
