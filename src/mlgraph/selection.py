@@ -107,8 +107,9 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_array, check_is_fitted, check_memory, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from mlgraph.cache import cached
 from mlgraph.methods.base import check_features, standardisation
 
 __all__ = [
@@ -303,18 +304,21 @@ def _is_int(v) -> bool:
     return isinstance(v, Integral) and not isinstance(v, bool)
 
 
-def _scores(selector, X, Y, constant) -> tuple[np.ndarray, dict]:
-    """Feature scores of ``selector`` and the fitted attributes its ranking set (the function
-    cached by ``memory``)."""
+def _scores(selector, X, Y, constant) -> dict:
+    """``scores``: the feature scores of ``selector``, with the fitted attributes its ranking set
+    (arrays and numbers: the result cached by ``memory``)."""
     scores = selector._score(X, Y, constant)
-    return scores, {k: v for k, v in vars(selector).items() if k.endswith("_") and not k.startswith("_")}
+    fitted = {k: v for k, v in vars(selector).items() if k.endswith("_") and not k.startswith("_")}
+    return {"scores": scores, **fitted}
 
 
 class _RankingSelector(SelectorMixin, BaseEstimator):
     """Ranks features in ``fit`` (subclasses implement ``_score``) and keeps the best.
 
-    ``memory`` (a folder or joblib Memory) caches the ranking by the content of the training
-    part and every parameter but ``fraction``/``k``, so a fraction sweep ranks once per fold."""
+    ``memory`` (a folder, or a joblib Memory whose ``location`` is the folder) caches the ranking
+    (:mod:`mlgraph.cache`) by the content of the training part, every parameter but
+    ``fraction``/``k`` and the source of this module and its imports, so a fraction sweep
+    ranks once per fold."""
 
     def _fail(self, name: str, text: str):
         raise ValueError(f"{type(self).__name__}: parameter {name}={getattr(self, name)!r} must be {text}")
@@ -358,7 +362,10 @@ class _RankingSelector(SelectorMixin, BaseEstimator):
             scores = self._score(X, Yc, constant)
         else:  # one ranking per training part serves every fraction of a sweep, across jobs
             ranker = clone(self).set_params(fraction=None, k=None, memory=None)
-            scores, fitted = check_memory(str(self.memory)).cache(_scores)(ranker, X, Yc, constant)
+            fitted = cached(self.memory, "rankings", lambda: _scores(ranker, X, Yc, constant),
+                            inputs={"X": X, "Y": Yc, "constant": constant}, module="mlgraph.selection",
+                            params={"selector": type(self).__name__, **ranker.get_params()})
+            scores = fitted.pop("scores")
             for name, value in fitted.items():
                 setattr(self, name, value)
         scores = np.asarray(scores, dtype=np.float64)

@@ -167,7 +167,7 @@ def test_feature_fraction_sweep_and_report(tmp_path):
     assert set(kept) == {("gmba", "0.2"), ("gmba", "0.5"), ("mlfs", "0.2"), ("mlfs", "0.5"), ("none", None)}
     assert all(0 <= r.data.metrics["hamming_loss"] < 0.5 for r in runs)
     # one ranking per (selector, fold) served both fractions: 2 × 3 cache entries, not 12
-    assert len(list((tmp_path / "cache").rglob("output.pkl"))) == 6
+    assert len(list((tmp_path / "cache").rglob("*.npz"))) == 6
 
     env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-m", "mlgraph.report", "experiment=feature_fraction"], cwd=ROOT,

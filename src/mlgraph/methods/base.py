@@ -32,7 +32,6 @@ restricted. A test fold without a labelled row cannot be scored and raises ``Val
 
 from __future__ import annotations
 
-import os
 from numbers import Integral, Real
 
 import numpy as np
@@ -40,8 +39,9 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import check_scoring
 from sklearn.utils import _safe_indexing
-from sklearn.utils.validation import check_array, check_memory, validate_data
+from sklearn.utils.validation import check_array, validate_data
 
+from mlgraph.cache import cached
 from mlgraph.graphs import build_graph
 
 
@@ -171,12 +171,15 @@ def standardisation(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def cached_graph(memory, X: np.ndarray, **params):
-    """:func:`mlgraph.graphs.build_graph` through a joblib ``memory`` (a folder, a
-    ``joblib.Memory`` or None for no cache), keyed by the content of ``X`` and ``params``.
+    """:func:`mlgraph.graphs.build_graph` through the graph cache of :mod:`mlgraph.cache` in
+    folder ``memory`` (a str or path, a ``joblib.Memory`` whose ``location`` is the folder, or
+    None for no cache), keyed by the content of ``X``, ``params`` and the source of
+    ``mlgraph.graphs`` (and everything it imports).
 
     Methods that share a graph for a split (ML-MR and ML-MRRW on the training points; ML-GFHF
     and ML-LGC on training plus test points) then build it once, even across the processes of
     a Hydra sweep. A precomputed ``sqdist`` is a function of ``X`` and is left out of the key.
     """
-    memory = str(memory) if isinstance(memory, os.PathLike) else memory
-    return check_memory(memory).cache(build_graph, ignore=["sqdist"])(X, **params)
+    sqdist = params.pop("sqdist", None)
+    return cached(memory, "graphs", lambda: {"W": build_graph(X, sqdist=sqdist, **params)},
+                  inputs={"X": X}, params=params, module="mlgraph.graphs")["W"]
