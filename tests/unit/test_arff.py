@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import scipy.sparse as sp
 from shared_data import DATASETS, needs_datasets
 
 from mlgraph.data import ArffError, read_arff
-from mlgraph.data.arff import Attribute, parse_arff
+from mlgraph.data.arff import Attribute, data_row_line, parse_arff
 
 NAN = np.nan
 
@@ -201,52 +202,66 @@ def test_corrupt_gzip(tmp_path):
 HEAD = "@relation r\n@attribute x numeric\n@attribute c {a,b}\n@data\n"  # data starts on line 5
 SPARSE_HEAD = "@relation r\n@attribute x numeric\n@attribute c {0,1}\n@data\n"
 
+# (file, line, column or None, what the message says). Every offending token contains
+# "zz", which the message must not repeat: errors never copy the file's content.
 ERRORS = [
-    ("@relation r\n@attribute x numerix\n@data\n", 2, "type 'numerix' is unknown"),
-    ("@relation r\n@attribute x numeric\n", 2, "missing @data"),
+    ("@relation r\n@attribute x numerizz\n@data\n", 2, None, "attribute 'x': the type is unknown"),
+    ("@relation r\n@attribute x numeric\n", 2, None, "missing @data"),
     (
         "@relation r\n@attribute x numeric\n@attribute x real\n@data\n",
         3,
-        "duplicate attribute name 'x'",
+        None,
+        "duplicate attribute name 'x' (first declared on line 2)",
     ),
-    ("@relation r\n@attribute c {a,b\n@data\n", 2, "missing closing brace"),
-    ("@relation r\n@attribute 'x numeric\n@data\n", 2, "badly quoted"),
-    ("@relation r\nhello\n@data\n", 2, "expected @relation, @attribute or @data"),
-    ("@attribute x numeric\n@data\n", 1, "before @relation"),
-    ("@relation r\n@attribute x relational\n@data\n", 2, "'relational' is not supported"),
-    (HEAD + "1,a\n2,z\n", 6, "value 'z' is not declared for nominal attribute 'c'"),
-    (HEAD + "1,a\n2\n", 6, "expected 2 values, found 1"),
-    (HEAD + "1,a\n\n2,a,3\n", 7, "expected 2 values, found 3"),
-    (HEAD + "1,a\nabc,b\n", 6, "non-numeric value 'abc' for numeric attribute 'x'"),
-    (HEAD + "1,a\n,b\n", 6, "empty value"),
-    (HEAD + "1,a\n1,'a\n", 6, "bad quoting"),
-    (SPARSE_HEAD + "{0 1}\n{2 1}\n", 6, "bad sparse index 2"),
-    (SPARSE_HEAD + "{0 1}\n{-1 1}\n", 6, "bad sparse index -1"),
-    (SPARSE_HEAD + "{0 1}\n{x 1}\n", 6, "bad sparse index 'x'"),
-    (SPARSE_HEAD + "{1 1,0 1}\n", 5, "indices must increase"),
-    (SPARSE_HEAD + "{0 1}\n{1 2}\n", 6, "value '2' is not declared"),
-    (SPARSE_HEAD + "{0 1}\n{1}\n", 6, "bad sparse entry '1'"),
-    (SPARSE_HEAD + "{0 1}\n{0 1 1}\n", 6, "bad sparse entry '0 1 1'"),
-    (SPARSE_HEAD + "{0 1}\n{0 z}\n", 6, "non-numeric value 'z'"),
-    (SPARSE_HEAD + "{0 1}\n1,1\n", 6, "expected a sparse row"),
-    ("@relation r\n@attribute s string\n@data\n{0 x}\n", 4, "not supported in sparse data"),
+    ("@relation r\n@attribute c {a,b\n@data\n", 2, None, "missing closing brace"),
+    ("@relation r\n@attribute c {a,'zz}\n@data\n", 2, None, "declared value 2 is badly quoted"),
+    ("@relation r\n@attribute c {a,zz,b,zz}\n@data\n", 2, None, "value 4 repeats value 2"),
+    ("@relation r\n@attribute c {a,,b}\n@data\n", 2, None, "declared value 2 is empty"),
+    ("@relation r\n@attribute 'x numeric zz\n@data\n", 2, None, "badly quoted attribute name"),
+    ("@relation r\n@attribute x numeric zz\n@data\n", 2, None, "unexpected text after the type"),
+    ("@relation r\nhello zz\n@data\n", 2, None, "expected @relation, @attribute or @data"),
+    ("root:zz:0:0\n@data\n", 1, None, "expected @relation, @attribute or @data"),
+    ("@attribute x numeric\n@data\n", 1, None, "before @relation"),
+    ("@relation r\n@attribute x relational\n@data\n", 2, None, "relational is not supported"),
+    (HEAD + "1,a\n2,zz\n", 6, 2, "nominal attribute 'c': the value is not one of its 2 declared"),
+    (HEAD + "1,a\n2\n", 6, None, "expected 2 values, found 1"),
+    (HEAD + "1,a\n\n2,a,3\n", 7, None, "expected 2 values, found 3"),
+    (HEAD + "1,a\nzz,b\n", 6, 1, "numeric attribute 'x': the value is not a number"),
+    (HEAD + "1,a\n,b\n", 6, 1, "attribute 'x': empty value"),
+    (HEAD + "1,a\n1,'zz\n", 6, 2, "bad quoting"),
+    (SPARSE_HEAD + "{0 1}\n{2 1}\n", 6, None, "sparse entry 1: index 2 is out of range"),
+    (SPARSE_HEAD + "{0 1}\n{-1 1}\n", 6, None, "index -1 is out of range"),
+    (SPARSE_HEAD + "{0 1}\n{zz 1}\n", 6, None, "sparse entry 1: the index is not an integer"),
+    (SPARSE_HEAD + "{1 1,0 1}\n", 5, None, "sparse entry 2: index 0 does not increase"),
+    (SPARSE_HEAD + "{0 1}\n{1 zz}\n", 6, 2, "nominal attribute 'c': the value is not one"),
+    (SPARSE_HEAD + "{0 1}\n{0 1,1}\n", 6, None, "sparse entry 2 is not 'index value'"),
+    (SPARSE_HEAD + "{0 1}\n{0 1 zz}\n", 6, None, "sparse entry 1 is not 'index value'"),
+    (SPARSE_HEAD + "{0 1}\n{0 1,,1 1}\n", 6, None, "sparse entry 2 is empty"),
+    (SPARSE_HEAD + "{0 1}\n{0 zz}\n", 6, 1, "numeric attribute 'x': the value is not a number"),
+    (SPARSE_HEAD + "{0 1}\n1,1\n", 6, None, "expected a sparse row"),
+    ("@relation r\n@attribute s string\n@data\n{0 x}\n", 4, None, "not supported in sparse"),
 ]
 
 
-@pytest.mark.parametrize("text, line, what", ERRORS)
-def test_error_names_file_line_and_problem(text, line, what):
+@pytest.mark.parametrize("text, line, column, what", ERRORS)
+def test_error_names_file_line_column_and_problem(text, line, column, what):
     with pytest.raises(ArffError) as info:
         parse(text)
     message = str(info.value)
-    assert message.startswith(f"toy.arff, line {line}: "), message
+    where = f"toy.arff, line {line}" + (f", column {column}" if column else "")
+    assert message.startswith(where + ": "), message
     assert what in message
-    assert info.value.line == line and info.value.source == "toy.arff"
+    assert "zz" not in message, message
+    error = info.value
+    assert (error.path, error.source, error.line, error.column) == (
+        "toy.arff", "toy.arff", line, column
+    )
 
 
 def test_error_names_the_path_of_a_file(tmp_path):
     path = tmp_path / "broken.arff"
     path.write_text(HEAD + "1,a\n2,a\n3,q\n")
-    with pytest.raises(ValueError, match=rf"{path}, line 7: value 'q'"):
+    with pytest.raises(ValueError, match=rf"{path}, line 7, column 2: nominal attribute 'c'"):
         read_arff(path)
 
 
@@ -280,7 +295,96 @@ def test_same_matrix_as_liac_arff(name):
 @pytest.mark.parametrize("lead", ["", "% a comment forces the line parser\n"])
 def test_fast_and_line_parsers_agree_on_odd_sparse_entries(lead):
     header = "@relation r\n@attribute a numeric\n@attribute b numeric\n@attribute c numeric\n@data\n"
-    with pytest.raises(ArffError, match=r"line \d+: bad sparse entry '0 1 5'"):
+    with pytest.raises(ArffError, match=r"line \d+: sparse entry 1 is not 'index value'"):
         parse_arff(header + lead + "{0 1 5,1 2}\n")
     # An integral decimal index is read the same way by both parsers.
     np.testing.assert_array_equal(parse_arff(header + lead + "{1.0 3}\n").data.toarray(), [[0, 3, 0]])
+
+
+# --------------------------------------------------------------------------------------------
+# Grammar corpus (tests/unit/arff_corpus): every file, LF and CRLF, value by value against
+# liac-arff, which reads all of them but comments_everywhere.arff (trailing comments).
+# --------------------------------------------------------------------------------------------
+CORPUS = Path(__file__).parent / "arff_corpus"
+LIAC_CORPUS = sorted(p.name for p in CORPUS.glob("*.arff") if p.name != "comments_everywhere.arff")
+
+
+def liac_reading(text: str, sparse: bool) -> tuple[list[str], np.ndarray]:
+    """liac-arff's attribute names and dense float matrix; string columns coded by first
+    appearance and None as NaN, the conventions of read_arff."""
+    arff = pytest.importorskip("arff")
+    ref = arff.loads(text, encode_nominal=True, return_type=arff.COO if sparse else arff.DENSE)
+    names = [name for name, _ in ref["attributes"]]
+    if sparse:
+        values, rows, cols = ref["data"]
+        out = np.zeros((max(rows, default=-1) + 1, len(names)))
+        out[rows, cols] = [NAN if v is None else v for v in values]
+        return names, out
+    table = np.empty((len(ref["data"]), len(names)))
+    for j, (_, kind) in enumerate(ref["attributes"]):
+        column = [row[j] for row in ref["data"]]
+        if kind == "STRING":
+            codes: dict[str, int] = {}
+            column = [None if v is None else codes.setdefault(v, len(codes)) for v in column]
+        table[:, j] = [NAN if v is None else v for v in column]
+    return names, table
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"], ids=["LF", "CRLF"])
+@pytest.mark.parametrize("name", LIAC_CORPUS)
+def test_corpus_matches_liac_arff_value_by_value(name, line_end):
+    text = (CORPUS / name).read_text().replace("\n", line_end)
+    ours = parse_arff(text.encode(), name)
+    names, reference = liac_reading(text, ours.sparse)
+    assert [a.name for a in ours.attributes] == names
+    np.testing.assert_array_equal(dense(ours.data), reference)
+    assert ours.data.shape[0] == reference.shape[0] > 0
+
+
+def test_issue_16_bare_names_keep_their_backslashes():
+    d = read_arff(CORPUS / "escaped_bare_names.arff")
+    assert [a.name for a in d.attributes] == ["word_a", "TAG_m\\'usica", "TAG_dise\\~no"]
+    assert d.attributes[1] == Attribute("TAG_m\\'usica", "nominal", ("0", "1"))
+
+
+def test_comments_anywhere_outside_quotes():
+    for line_end in ("\n", "\r\n"):
+        text = (CORPUS / "comments_everywhere.arff").read_text().replace("\n", line_end)
+        d = parse(text)
+        assert d.relation == "comments"
+        assert d.attributes == (Attribute("x", "numeric"), Attribute("c", "nominal", ("a", "b", "c%d")))
+        np.testing.assert_array_equal(d.data, [[1, 0], [2, 2], [3, 1]])
+
+
+@pytest.mark.parametrize(
+    "rows, expected",
+    [
+        ("1,a % one\n2,b%two\n", [[1, 0], [2, 1]]),  # no quotes: the vectorised parser
+        ("1,'a' % it's\n2,b%two\n", [[1, 0], [2, 1]]),  # quotes: the line parser
+    ],
+)
+def test_trailing_comments_on_data_rows(rows, expected):
+    np.testing.assert_array_equal(parse(HEAD + rows).data, expected)
+
+
+def test_trailing_comments_on_sparse_rows():
+    d = parse(SPARSE_HEAD + "{0 1.5} % one\n{1 1}%two\n")
+    np.testing.assert_array_equal(d.data.toarray(), [[1.5, 0], [0, 1]])
+
+
+def test_bare_values_may_hold_quotes_after_their_first_character():
+    d = parse("@relation r\n@attribute c {m\\'usica,b}\n@attribute x numeric\n@data\nm\\'usica,1\nb,2\n")
+    assert d.attributes[0].values == ("m\\'usica", "b")
+    np.testing.assert_array_equal(d.data, [[0, 1], [1, 2]])
+
+
+def test_data_row_line_counts_only_rows():
+    text = HEAD + "% c\n1,a\n\n2,b % c\n   \n3,a\n"
+    assert [data_row_line(text, r) for r in range(4)] == [6, 8, 10, None]
+
+
+def test_unreadable_paths_are_arff_errors(tmp_path):
+    for path, what in [(tmp_path, "Is a directory"), (tmp_path / "nope.arff", "No such file")]:
+        with pytest.raises(ArffError, match=rf"^{path}: cannot read the file \({what}") as info:
+            read_arff(path)
+        assert info.value.path == str(path) and info.value.line is None

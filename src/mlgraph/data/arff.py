@@ -11,6 +11,16 @@ values by number, so ``1.0`` is accepted for ``1``; other nominal values must ma
 String and date attributes are supported in dense data only, dates in ISO-8601 only (the
 declared Java date format is not interpreted).
 
+Grammar (Weka's): keywords and type names in any case (``@ATTRIBUTE x REAL``); names and
+values quoted with ``'`` or ``"`` (backslash escapes undone) or bare. A bare name or value is
+kept verbatim up to a blank, ``,``, ``{``, ``}`` or ``%``, backslashes and quotes included:
+``@attribute TAG_m\\'usica {0,1}`` declares ``TAG_m\\'usica``, as the MULAN XML spells it.
+``%`` starts a comment anywhere outside quotes; CRLF and CR line ends are accepted.
+
+Errors are :class:`ArffError` naming the file, line and, for a data value, its column and
+attribute; they never quote the file's content, since messages are stored in shared tracking
+servers (a path to a private file must not copy the file into an error tag).
+
 Speed: the data section is parsed by the C engine of :func:`pandas.read_csv` (dense rows
 as a table, sparse rows as one ``index value`` line per entry) and then encoded with
 vectorised numpy. Anything that path cannot take (quoted values, comment lines inside the
@@ -45,14 +55,22 @@ _TYPES: dict[str, AttributeKind] = {
 }
 _KEYWORD = re.compile(r"@(relation|attribute|data)(?=\s|$)", re.IGNORECASE)
 _QUOTED = r"""'(?P<sq>(?:[^'\\]|\\.)*)'|"(?P<dq>(?:[^"\\]|\\.)*)\""""
-_NAME = re.compile(rf"""{_QUOTED}|(?P<bare>[^\s{{'"%]+)""", re.DOTALL)
+# A bare name may hold quotes and backslashes after its first character (kept verbatim).
+_NAME = re.compile(rf"""{_QUOTED}|(?P<bare>[^\s{{}}'"%][^\s{{}}%]*)""", re.DOTALL)
 # One comma-separated field: quoted, or bare up to the next comma (blanks around are not part
 # of it); the lookahead makes text glued to a closing quote a syntax error.
-_FIELD = re.compile(rf"""[ \t]*(?:{_QUOTED}|(?P<bare>[^,'"]*?))[ \t]*(?=,|$)""", re.DOTALL)
+_FIELD = re.compile(
+    rf"""[ \t]*(?:{_QUOTED}|(?P<bare>(?:[^,'"\s][^,]*?)?))[ \t]*(?=,|$)""", re.DOTALL
+)
 # One sparse entry: `index value`, the value quoted or bare.
 _ENTRY = re.compile(
-    rf"""[ \t]*(?P<index>[^\s,'"]+)[ \t]+(?:{_QUOTED}|(?P<bare>[^\s,'"]+))[ \t]*(?=,|$)""",
+    rf"""[ \t]*(?P<index>[^\s,'"]+)[ \t]+(?:{_QUOTED}|(?P<bare>[^\s,'"][^\s,]*))[ \t]*(?=,|$)""",
     re.DOTALL,
+)
+# A quoted token (opening where a token may start) or a comment start: the first `%` match
+# outside quotes begins the comment.
+_COMMENT = re.compile(
+    r"""(?<![^\s,{])(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")|(?P<comment>%)"""
 )
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
@@ -61,13 +79,36 @@ _FIRST_ROW = re.compile(r"^[ \t]*([^\s%])", re.MULTILINE)
 
 
 class ArffError(ValueError):
-    """Malformed ARFF input; the message names the file and, where known, the line."""
+    """Malformed or unreadable dataset input (ARFF, MULAN XML, multi-label CSV).
 
-    def __init__(self, message: str, *, source: str | None = None, line: int | None = None):
-        where = f"{source}, line {line}: " if line else f"{source}: " if source else ""
-        super().__init__(where + message)
-        self.source = source
+    The message starts with the file and, where known, the 1-based line and column
+    (``data.arff, line 7, column 2: ...``); ``path`` (alias ``source``), ``line`` and ``column``
+    carry them. Messages name attributes but never quote values or lines of the file.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ):
+        where = [str(source) if source is not None else "<input>"]
+        where += [f"line {line}"] if line else []
+        where += [f"column {column}"] if column else []
+        super().__init__(", ".join(where) + ": " + message)
+        self.source = self.path = None if source is None else str(source)
         self.line = line
+        self.column = column
+
+
+class _ValueProblem(ValueError):
+    """A bad data value; ``column`` is its 1-based position in the row (attribute index + 1)."""
+
+    def __init__(self, message: str, column: int | None = None):
+        super().__init__(message)
+        self.column = column
 
 
 @dataclass(frozen=True)
@@ -100,15 +141,21 @@ def read_arff(source: str | Path | BinaryIO | TextIO) -> ArffData:
     """Read an ARFF file given by path or open file object (gzip detected by magic bytes)."""
     if hasattr(source, "read"):
         return parse_arff(source.read(), str(getattr(source, "name", "<stream>")))
-    path = Path(source)
-    return parse_arff(path.read_bytes(), str(path))
+    return parse_arff(read_bytes(source), str(source))
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The bytes of a file; a missing, unreadable or directory path is an :class:`ArffError`."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:  # IsADirectoryError, FileNotFoundError, PermissionError, ...
+        raise ArffError(f"cannot read the file ({exc.strerror or type(exc).__name__})",
+                        source=str(path)) from None
 
 
 def parse_arff(content: str | bytes, source: str = "<string>") -> ArffData:
     """Parse ARFF text or raw (possibly gzipped) bytes; ``source`` names the input in errors."""
-    text = content if isinstance(content, str) else _decode(content, source)
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = decode_text(content, source)
     relation, attributes, data_start, data_line = _parse_header(text, source)
     data = text[data_start:]
     first = _FIRST_ROW.search(data)
@@ -118,7 +165,8 @@ def parse_arff(content: str | bytes, source: str = "<string>") -> ArffData:
         unsupported = [a.name for a in attributes if a.kind in ("string", "date")]
         if unsupported:
             raise ArffError(
-                f"string/date attributes are not supported in sparse data: {unsupported}",
+                "string/date attributes are not supported in sparse data: "
+                + ", ".join(show(name) for name in unsupported[:5]),
                 source=source,
                 line=data_line + data.count("\n", 0, first.start()),
             )
@@ -131,17 +179,45 @@ def parse_arff(content: str | bytes, source: str = "<string>") -> ArffData:
     return ArffData(relation, tuple(attributes), matrix, sparse)
 
 
-def _decode(raw: bytes, source: str) -> str:
-    """Bytes to text: gunzip when the gzip magic is there, UTF-8 with a Latin-1 fallback."""
-    if raw[:2] == b"\x1f\x8b":
+def decode_text(content: str | bytes, source: str) -> str:
+    """Text with ``\\n`` line ends: gunzip when the gzip magic is there, UTF-8 with a Latin-1
+    fallback."""
+    if isinstance(content, bytes):
+        if content[:2] == b"\x1f\x8b":
+            try:
+                content = gzip.decompress(content)
+            except (OSError, EOFError, zlib.error) as exc:
+                # zlib's messages name the fault ("invalid distance"), never the data
+                raise ArffError(f"corrupt gzip data ({exc})", source=source) from None
         try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise ArffError(f"corrupt gzip data ({exc})", source=source) from exc
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return raw.decode("latin-1")
+            content = content.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            content = content.decode("latin-1")
+    if "\r" in content:
+        content = content.replace("\r\n", "\n").replace("\r", "\n")
+    return content
+
+
+def data_row_line(content: str | bytes, row: int, source: str = "<string>") -> int | None:
+    """1-based line of data row ``row`` (0-based), for error messages (None: no such row)."""
+    text = decode_text(content, source)
+    _, _, data_start, data_line = _parse_header(text, source)
+    for offset, line in enumerate(text[data_start:].split("\n")):
+        if _strip_comment(line).strip():
+            row -= 1
+            if row < 0:
+                return data_line + offset
+    return None
+
+
+def _strip_comment(line: str) -> str:
+    """``line`` up to its first ``%`` outside quotes."""
+    if "%" not in line:
+        return line
+    for match in _COMMENT.finditer(line):
+        if match.group("comment"):
+            return line[: match.start()]
+    return line
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,14 +232,14 @@ def _parse_header(text: str, source: str) -> tuple[str, list[Attribute], int, in
     while pos < len(text):
         end = text.find("\n", pos)
         end = len(text) if end < 0 else end
-        line, lineno = text[pos:end].strip(), lineno + 1
+        line, lineno = _strip_comment(text[pos:end]).strip(), lineno + 1
         pos = end + 1
-        if not line or line.startswith("%"):
+        if not line:
             continue
         keyword = _KEYWORD.match(line)
         try:
             if keyword is None:
-                raise ValueError(f"expected @relation, @attribute or @data, found {line[:60]!r}")
+                raise ValueError("expected @relation, @attribute or @data at the line's start")
             rest = line[keyword.end() :]
             kind = keyword.group(1).lower()
             if kind == "relation":
@@ -174,7 +250,7 @@ def _parse_header(text: str, source: str) -> tuple[str, list[Attribute], int, in
                 attribute = _parse_attribute(rest)
                 if attribute.name in declared_on:
                     raise ValueError(
-                        f"duplicate attribute name {attribute.name!r} "
+                        f"duplicate attribute name {show(attribute.name)} "
                         f"(first declared on line {declared_on[attribute.name]})"
                     )
                 declared_on[attribute.name] = lineno
@@ -203,32 +279,52 @@ def _parse_attribute(rest: str) -> Attribute:
     if tail.startswith("{"):
         close = tail.rfind("}")
         if close < 0:
-            raise ValueError(f"nominal attribute {name!r}: missing closing brace")
+            raise ValueError(f"nominal attribute {show(name)}: missing closing brace")
         _check_trailing(tail[close + 1 :], "the nominal values")
-        values = tuple(
-            _nominal_value(text, quoted, name) for text, quoted in _split_fields(tail[1:close])
-        )
+        try:
+            fields = _split_fields(tail[1:close])
+        except _ValueProblem as exc:
+            raise ValueError(f"nominal attribute {show(name)}: declared value {exc.column} "
+                             "is badly quoted") from None
+        values = tuple(_nominal_value(k, *field, name) for k, field in enumerate(fields, 1))
         if len(set(values)) != len(values):
-            raise ValueError(f"nominal attribute {name!r} declares a value twice: {values}")
+            first, again = _first_repeat(values)
+            raise ValueError(
+                f"nominal attribute {show(name)}: declared value {again} repeats value {first}"
+            )
         return Attribute(name, "nominal", values)
-    if not tail or tail.startswith("%"):
-        raise ValueError(f"attribute {name!r} has no type")
+    if not tail:
+        raise ValueError(f"attribute {show(name)} has no type")
     type_name, extra = [*tail.split(None, 1), ""][:2]
     kind = _TYPES.get(type_name.lower())
     if kind is None:
-        what = "is not supported" if type_name.lower() == "relational" else "is unknown"
-        raise ValueError(f"attribute {name!r}: type {type_name!r} {what}")
-    if kind == "date" and extra.strip() and not extra.strip().startswith("%"):
+        if type_name.lower() == "relational":
+            raise ValueError(f"attribute {show(name)}: type relational is not supported")
+        raise ValueError(
+            f"attribute {show(name)}: the type is unknown (expected numeric, real, integer, "
+            "string, date or {values}; a bare name ends at a blank)"
+        )
+    if kind == "date" and extra.strip():
         _, extra = _read_name(extra, "date format")  # the format is read past, not used
-    _check_trailing(extra, f"the type of attribute {name!r}")
+    _check_trailing(extra, f"the type of attribute {show(name)}")
     return Attribute(name, kind)
 
 
-def _nominal_value(text: str, quoted: bool, attribute: str) -> str:
+def _nominal_value(position: int, text: str, quoted: bool, attribute: str) -> str:
     """One declared nominal value; only a quoted one may be empty."""
     if not text and not quoted:
-        raise ValueError(f"nominal attribute {attribute!r}: empty value in the declared list")
+        raise ValueError(f"nominal attribute {show(attribute)}: declared value {position} is empty")
     return text
+
+
+def _first_repeat(values: tuple[str, ...]) -> tuple[int, int]:
+    """1-based positions (first, repeat) of the first value declared twice."""
+    seen: dict[str, int] = {}
+    for k, value in enumerate(values, 1):
+        if value in seen:
+            return seen[value], k
+        seen[value] = k
+    raise AssertionError("no repeated value")
 
 
 def _read_name(text: str, what: str) -> tuple[str, str]:
@@ -236,17 +332,21 @@ def _read_name(text: str, what: str) -> tuple[str, str]:
     stripped = text.lstrip()
     match = _NAME.match(stripped)
     if match is None:
-        raise ValueError(f"missing or badly quoted {what} name in {text.strip()[:60]!r}")
+        raise ValueError(f"missing or badly quoted {what} name")
     bare = match.group("bare")
     name = bare if bare is not None else _unescape(match.group("sq") or match.group("dq") or "")
     return name, stripped[match.end() :]
 
 
 def _check_trailing(text: str, after: str) -> None:
-    """Only blanks or a ``%`` comment may follow a complete declaration."""
-    text = text.strip()
-    if text and not text.startswith("%"):
-        raise ValueError(f"unexpected text after {after}: {text[:60]!r}")
+    """Only blanks may follow a complete declaration (comments are already stripped)."""
+    if text.strip():
+        raise ValueError(f"unexpected text after {after}")
+
+
+def show(name: str, limit: int = 60) -> str:
+    """An attribute or label name for a message: quoted, cut to ``limit`` characters."""
+    return repr(name if len(name) <= limit else name[:limit] + "...")
 
 
 def _unescape(text: str) -> str:
@@ -262,7 +362,7 @@ def _split_fields(text: str) -> list[tuple[str, bool]]:
     while True:
         match = _FIELD.match(text, pos)
         if match is None:
-            raise ValueError(f"bad quoting near {text[pos : pos + 40]!r}")
+            raise _ValueProblem("bad quoting", column=len(fields) + 1)
         fields.append(_field_value(match))
         pos = match.end() + 1  # past the comma
         if match.end() >= len(text):
@@ -311,7 +411,8 @@ class _Columns:
         return None if self.by_number[j] is None else self.by_number[j].get(float(value))
 
     def cell(self, j: int, text: str, quoted: bool) -> float:
-        """Encode one data value of attribute ``j`` (line parser); ValueError says what is wrong."""
+        """Encode one data value of attribute ``j`` (line parser); _ValueProblem says what is
+        wrong without quoting the value."""
         attribute = self.attributes[j]
         if text == "?" and not quoted:
             return np.nan
@@ -319,22 +420,26 @@ class _Columns:
             try:
                 return float(text)
             except ValueError:
-                raise ValueError(
-                    f"non-numeric value {text!r} for numeric attribute {attribute.name!r}"
+                raise _ValueProblem(
+                    f"numeric attribute {show(attribute.name)}: the value is not a number", j + 1
                 ) from None
         if attribute.kind == "nominal":
             code = self.nominal_code(j, text)
             if code is None:
-                raise ValueError(_undeclared(attribute, text))
+                raise _ValueProblem(
+                    f"nominal attribute {show(attribute.name)}: the value is not one of its "
+                    f"{len(attribute.values)} declared values",
+                    j + 1,
+                )
             return float(code)
         if attribute.kind == "string":
             codes = self.strings.setdefault(j, {})
             return float(codes.setdefault(text, len(codes)))
         try:
             return float(_date_seconds(np.array([text], dtype=object))[0])
-        except ValueError:
-            raise ValueError(
-                f"value {text!r} of date attribute {attribute.name!r} is not an ISO-8601 date"
+        except (ValueError, OverflowError):
+            raise _ValueProblem(
+                f"date attribute {show(attribute.name)}: the value is not an ISO-8601 date", j + 1
             ) from None
 
     def encode_nominal(self, raw: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -401,14 +506,6 @@ def _numbers_are_codes(table: dict[float, int] | None) -> bool:
     return table is not None and all(table.get(float(i)) == i for i in range(len(table)))
 
 
-def _undeclared(attribute: Attribute, value: str) -> str:
-    """Error text for a value that the nominal attribute does not declare."""
-    declared = ", ".join(attribute.values[:10]) + (", ..." if len(attribute.values) > 10 else "")
-    return (
-        f"value {value!r} is not declared for nominal attribute {attribute.name!r} {{{declared}}}"
-    )
-
-
 def _date_seconds(values: np.ndarray) -> np.ndarray:
     """ISO-8601 date strings (NaN = missing) to POSIX seconds, naive times taken as UTC."""
     stamps = pd.to_datetime(pd.Series(values, dtype=object), format="ISO8601", utc=True)
@@ -429,7 +526,8 @@ def _string_codes(values: np.ndarray) -> np.ndarray:
 # Vectorised parsers
 # ---------------------------------------------------------------------------------------------
 def _read_table(text: str, **kwargs) -> pd.DataFrame:
-    """pandas' C parser with ARFF conventions: no quoting, only ``?`` is missing."""
+    """pandas' C parser with ARFF conventions: no quoting, only ``?`` is missing, ``%`` starts
+    a comment."""
     return pd.read_csv(
         io.BytesIO(text.encode("utf-8")),  # bytes parse faster than a text stream
         encoding="utf-8",
@@ -437,6 +535,7 @@ def _read_table(text: str, **kwargs) -> pd.DataFrame:
         na_values=["?"],
         keep_default_na=False,
         quoting=csv.QUOTE_NONE,
+        comment="%",
         engine="c",
         index_col=False,
         **kwargs,
@@ -487,6 +586,8 @@ def _sparse_fast(data: str, columns: _Columns) -> sp.csr_matrix:
     """Parse sparse rows: all entries go, one ``index value`` per line, through one read_csv."""
     if "'" in data or '"' in data:
         raise _FastPathFailed("quoted values")
+    if "%" in data:
+        data = re.sub(r"%[^\n]*", "", data)  # without quotes every % starts a comment
     rows = [s for line in data.split("\n") if (s := line.strip())]
     if not all(row[0] == "{" and row[-1] == "}" for row in rows):
         raise _FastPathFailed("comment line or non-sparse row")
@@ -545,13 +646,14 @@ def _parse_lines(
     parse_row = _sparse_row if sparse else _dense_row
     rows = []
     for offset, line in enumerate(data.split("\n")):
-        line = line.strip()
-        if not line or line.startswith("%"):
+        line = _strip_comment(line).strip()
+        if not line:
             continue
         try:
             rows.append(parse_row(line, columns))
         except ValueError as exc:
-            raise ArffError(str(exc), source=source, line=first_line + offset) from None
+            column = getattr(exc, "column", None)
+            raise ArffError(str(exc), source=source, line=first_line + offset, column=column) from None
     n_attributes = len(columns.attributes)
     if not sparse:
         return np.array(rows, dtype=np.float64).reshape(len(rows), n_attributes)
@@ -586,14 +688,11 @@ def _sparse_row(line: str, columns: _Columns) -> tuple[list[int], list[float]]:
     pos = 0
     while True:
         match = _ENTRY.match(inner, pos)
+        entry = len(indices) + 1
         if match is None:
-            entry = inner[pos:].split(",")[0].strip()
-            raise ValueError(
-                f"bad sparse entry {entry!r} (expected 'index value')"
-                if entry
-                else "empty sparse entry"
-            )
-        j = _sparse_index(match.group("index"), indices, len(columns.attributes))
+            what = "is empty" if not inner[pos:].split(",")[0].strip() else "is not 'index value'"
+            raise ValueError(f"sparse entry {entry} {what}")
+        j = _sparse_index(match.group("index"), indices, len(columns.attributes), entry)
         indices.append(j)
         values.append(_checked_cell(columns, j, *_field_value(match)))
         if match.end() >= len(inner):
@@ -601,7 +700,7 @@ def _sparse_row(line: str, columns: _Columns) -> tuple[list[int], list[float]]:
         pos = match.end() + 1  # past the comma
 
 
-def _sparse_index(token: str, previous: list[int], n_attributes: int) -> int:
+def _sparse_index(token: str, previous: list[int], n_attributes: int, entry: int) -> int:
     """Validate a 0-based sparse index: an integer in range, above the row's previous one."""
     try:
         j = int(token)
@@ -612,16 +711,16 @@ def _sparse_index(token: str, previous: list[int], n_attributes: int) -> int:
         except ValueError:
             as_float = float("nan")
         if not as_float.is_integer():
-            raise ValueError(f"bad sparse index {token!r} (expected an integer)") from None
+            raise ValueError(f"sparse entry {entry}: the index is not an integer") from None
         j = int(as_float)
     if not 0 <= j < n_attributes:
         raise ValueError(
-            f"bad sparse index {j}: the file declares {n_attributes} attributes "
-            f"(0..{n_attributes - 1})"
+            f"sparse entry {entry}: index {j} is out of range, the file declares "
+            f"{n_attributes} attributes (0..{n_attributes - 1})"
         )
     if previous and j <= previous[-1]:
         raise ValueError(
-            f"bad sparse index {j}: indices must increase within a row (after {previous[-1]})"
+            f"sparse entry {entry}: index {j} does not increase (after {previous[-1]})"
         )
     return j
 
@@ -629,7 +728,7 @@ def _sparse_index(token: str, previous: list[int], n_attributes: int) -> int:
 def _checked_cell(columns: _Columns, j: int, text: str, quoted: bool) -> float:
     """:meth:`_Columns.cell`, refusing an empty unquoted value (``?`` marks a missing one)."""
     if not text and not quoted:
-        raise ValueError(
-            f"empty value for attribute {columns.attributes[j].name!r} (use ? for missing)"
+        raise _ValueProblem(
+            f"attribute {show(columns.attributes[j].name)}: empty value (use ? for missing)", j + 1
         )
     return columns.cell(j, text, quoted)
