@@ -2,18 +2,34 @@ r"""Evaluation metrics for multi-label learning, all in one place.
 
 Notation: ``Y`` is the n x q binary ground truth, ``scores`` the real-valued
 n x q predictions (higher = more relevant), ``Y_pred`` the binary n x q
-predicted label sets.  For instance i, ``P_i`` is its set of relevant labels
-and ``N_i`` its irrelevant ones.
+predicted label sets.  For instance i, ``P_i`` is its set of relevant labels,
+``N_i`` its irrelevant ones and ``Z_i`` its predicted ones.  A row is *empty*
+when ``P_i`` is empty and *full* when every label is relevant.
 
-Ranks and ties
---------------
-Labels are ranked by decreasing score with the *max* rank for ties, exactly
-as scikit-learn does::
+Conventions (defaults reproduce MULAN's ``mulan.evaluation.Evaluator``)
+----------------------------------------------------------------------
+Every ranking metric takes ``empty_rows`` and ``ties``:
 
-    rank_i(j) = |{l : s_il >= s_ij}|        (1 = top)
+``empty_rows="mulan"`` (default), MULAN's measures in ``mulan.evaluation.measure``:
+no row is filtered except by average precision, which skips empty rows;
+an empty row has coverage 0, one-error 1 and ranking loss 0; a full row has
+ranking loss 0 and otherwise scores by the formulas below.
+``empty_rows="exclude"``: empty *and* full rows are dropped from all four
+ranking metrics (the rule of Zhang & Zhou's MATLAB code for average precision
+and ranking loss, and mlgraph's rule before issue 16); NaN if no row remains.
 
-so a label tied with others is placed behind all of them (pessimistic: ties
-never help a ranking metric).  Results are independent of label order.
+``ties="mulan"`` (default): a strict ranking, as MULAN's
+``MultiLabelOutput.ranksFromValues`` builds it (a stable ascending Weka sort,
+rank q first): among labels with equal scores the one with the *higher*
+label index is ranked first.  Results then depend on the label order, as
+MULAN's do.  (Weka also treats scores within 1e-6 as equal; here only exactly
+equal scores tie.)
+``ties="max"``: the max rank for ties, as scikit-learn and
+``scipy.stats.rankdata(method="max")`` do, ``rank_i(j) = |{l : s_il >= s_ij}|``:
+a tied label is placed behind all labels it ties with, so ties never help,
+and results do not depend on the label order.
+
+With either rule ``rank_i(j)`` is 1 for the top label.
 
 Ranking metrics (input ``scores``)
 ----------------------------------
@@ -22,9 +38,9 @@ average precision (paper 000, Eq. 21; Zhang & Zhou), greater is better::
     AP = mean_i 1/|P_i| sum_{j in P_i} |{l in P_i : rank_i(l) <= rank_i(j)}| / rank_i(j)
 
 one-error, smaller is better: fraction of instances whose top-ranked label
-is irrelevant.  With ties at the top score the instance counts as an error
-unless *every* label sharing the top score is relevant (the max-rank
-convention: no label is ranked first on its own).
+(rank 1) is irrelevant; with ``ties="max"`` no label has rank 1 when the top
+score is shared, and the instance is an error unless every label sharing the
+top score is relevant.
 
 coverage, smaller is better::
 
@@ -32,18 +48,24 @@ coverage, smaller is better::
 
 i.e. how far down the ranking one must go to cover all relevant labels.
 ``normalize=True`` divides by q (paper 002 reports values in [0, 1]).
-Equals ``sklearn.metrics.coverage_error - 1``.
+Equals ``sklearn.metrics.coverage_error - 1`` with ``ties="max"``.
 
 ranking loss, smaller is better: fraction of (relevant, irrelevant) pairs
-that are mis-ordered, a tie counting as mis-ordered::
+ranked in the wrong order, ``rank_i(j) > rank_i(k)`` (with ``ties="max"`` a
+tie counts as wrong, as in scikit-learn)::
 
-    RL = mean_i |{(j, k) in P_i x N_i : s_ij <= s_ik}| / (|P_i| |N_i|)
+    RL = mean_i |{(j, k) in P_i x N_i : rank_i(j) > rank_i(k)}| / (|P_i| |N_i|)
 
 macro AUC, greater is better: mean over labels of the ROC AUC of that
-label's score column (ties get half credit, as in the Mann-Whitney U).
+label's score column (ties get half credit, as in the Mann-Whitney U);
+labels whose column of ``Y`` holds one class are skipped, NaN if none remains.
 
-Bipartition metrics (input ``Y_pred``)
---------------------------------------
+micro AUC, greater is better: the ROC AUC of all n*q (score, label) pairs
+pooled (``sklearn.metrics.roc_auc_score(average="micro")``, MULAN's
+``MicroAUC``); NaN when ``Y`` holds one class only (no pair to order).
+
+Label-based bipartition metrics (input ``Y_pred``)
+--------------------------------------------------
 Hamming loss, smaller is better: fraction of the n*q entries where
 ``Y_pred != Y``.
 
@@ -53,19 +75,35 @@ labels: ``2 TP / (2 TP + FP + FN)``.
 macro-F1 (paper 000, Eq. 24), greater is better: mean over labels of the
 per-label ``2 TP_j / (2 TP_j + FP_j + FN_j)``.
 
-Edge cases
-----------
-* Instances with no relevant label, or with every label relevant, have no
-  meaningful ranking and are *excluded* from average precision, one-error,
-  coverage and ranking loss (MULAN convention); the mean is over the
-  remaining instances, NaN if none remains.  scikit-learn instead scores
-  such rows AP = 1 and ranking loss = 0 (and coverage_error 0 for empty
-  rows), so comparisons with it must drop those rows first.
-* F1 with an empty denominator (TP = FP = FN = 0: no positives and none
-  predicted) is ``zero_division`` (default 1.0: nothing to find, nothing
-  wrongly found), per label for macro-F1 and globally for micro-F1.
-* Macro AUC skips labels whose column of ``Y`` holds a single class; NaN if
-  no label remains.
+An F1 with an empty denominator (TP = FP = FN = 0: no positive in ``Y`` and
+none predicted) is undefined and scores ``zero_division``, per label for
+macro-F1 and globally for micro-F1, as in ``sklearn.metrics.f1_score``:
+``"warn"`` (default, scikit-learn's) scores 0.0 and warns
+(:class:`DegenerateLabelWarning`), 0.0 or 1.0 score that value, ``np.nan``
+leaves such labels out of the macro mean (NaN if no label remains).
+
+Example-based bipartition metrics (input ``Y_pred``), greater is better
+----------------------------------------------------------------------
+Means over instances, every row counted, with MULAN's rules
+(``InformationRetrievalMeasures``) for empty sets::
+
+    subset accuracy   [Z_i = P_i]
+    precision         |P_i & Z_i| / |Z_i|          1 if P_i = Z_i = {}, 0 if only Z_i = {}
+    recall            |P_i & Z_i| / |P_i|          1 if P_i = Z_i = {}, 0 if only P_i = {}
+    F1                2 |P_i & Z_i| / (|P_i| + |Z_i|)   1 if P_i = Z_i = {}
+    Jaccard           |P_i & Z_i| / |P_i | Z_i|    1 if P_i = Z_i = {}
+
+(MULAN's ``ExampleBasedAccuracy`` is the Jaccard index; older MULAN releases
+skipped rows with P_i = Z_i = {} instead of scoring them 1.)  These equal
+scikit-learn's ``average="samples"`` scores with ``zero_division=1.0`` except
+precision (recall) on rows with Z_i = {} (P_i = {}) only, which scikit-learn
+scores ``zero_division`` and MULAN 0.
+
+Diagnostics
+-----------
+:func:`label_diagnostics` counts what makes the metrics degenerate on a test
+part: labels with one class, empty rows and full rows.  They are counts to
+read beside the metrics, not metrics to rank by, and are not in :data:`METRICS`.
 
 Dual-set accuracies (paper 001, Definition 4)
 ---------------------------------------------
@@ -76,29 +114,51 @@ and both right.
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Callable, Iterable
 from functools import partial
+from numbers import Real
 from typing import Literal, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import rankdata
+from sklearn.exceptions import UndefinedMetricWarning
 
 __all__ = [
     "METRICS",
+    "DegenerateLabelWarning",
     "MetricSpec",
     "average_precision",
     "coverage",
     "dual_set_accuracy",
     "evaluate",
+    "example_f1",
+    "example_precision",
+    "example_recall",
     "hamming_loss",
+    "jaccard",
+    "label_diagnostics",
     "macro_auc",
     "macro_f1",
+    "micro_auc",
     "micro_f1",
     "one_error",
     "ranking_loss",
+    "subset_accuracy",
 ]
+
+EmptyRows = Literal["mulan", "exclude"]
+Ties = Literal["mulan", "max"]
+ZeroDivision = Literal["warn"] | float
+
+
+class DegenerateLabelWarning(UndefinedMetricWarning):
+    """An F1 is undefined (a label, or all labels, with no positive and no prediction) and
+    ``zero_division="warn"`` scored it 0.0.  A subclass of scikit-learn's warning, so that
+    filters for one catch both."""
 
 
 # --------------------------------------------------------------------------
@@ -132,118 +192,182 @@ def _as_pred(Y_pred: ArrayLike, shape: tuple[int, int], name: str = "Y_pred") ->
     return P
 
 
-# --------------------------------------------------------------------------
-# Ranking metrics
-# --------------------------------------------------------------------------
-class _Ranking(NamedTuple):
-    """Per-instance rank statistics of the rankable instances (see module docstring)."""
-
-    Y: NDArray[np.bool_]  # rows kept: 0 < |P_i| < q
-    S: NDArray[np.float64]
-    rank: NDArray[np.float64]  # rank_i(j) = |{l : s_il >= s_ij}|
-    rank_rel: NDArray[np.float64]  # |{l in P_i : s_il >= s_ij}|, meaningful for j in P_i
-    n_rel: NDArray[np.int64]
+def _check_choice(value, allowed: tuple[str, ...], name: str) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
 
 
-def _ranking(Y: ArrayLike, scores: ArrayLike) -> _Ranking:
-    Yb = _as_binary(Y, "Y")
-    S = _as_scores(scores, Yb.shape)
-    n_rel = Yb.sum(axis=1)
-    keep = (n_rel > 0) & (n_rel < Yb.shape[1])  # MULAN: no ranking to judge otherwise
-    Yb, S, n_rel = Yb[keep], S[keep], n_rel[keep]
-    rank = rankdata(-S, method="max", axis=1)
-    # Irrelevant labels pushed to the bottom so they never precede a relevant one.
-    rank_rel = rankdata(np.where(Yb, -S, np.inf), method="max", axis=1)
-    return _Ranking(Yb, S, rank, rank_rel, n_rel)
+def _check_zero_division(value) -> ZeroDivision:
+    """The values scikit-learn's ``f1_score`` accepts: "warn", 0.0, 1.0 or NaN."""
+    if value == "warn":
+        return value
+    if isinstance(value, Real) and not isinstance(value, bool) and (value in (0, 1) or math.isnan(value)):
+        return float(value)
+    raise ValueError(f'zero_division must be "warn", 0.0, 1.0 or np.nan, got {value!r}')
 
 
 def _mean_or_nan(values: NDArray[np.floating]) -> float:
     return float(values.mean()) if values.size else float("nan")
 
 
-def average_precision(Y: ArrayLike, scores: ArrayLike) -> float:
+# --------------------------------------------------------------------------
+# Ranking metrics
+# --------------------------------------------------------------------------
+class _Ranking(NamedTuple):
+    """Per-instance rank statistics of every row (see the module docstring)."""
+
+    Y: NDArray[np.bool_]
+    rank: NDArray[np.float64]  # rank_i(j), 1 = top
+    rank_rel: NDArray[np.float64]  # |{l in P_i : rank_i(l) <= rank_i(j)}|, meaningful for j in P_i
+    n_rel: NDArray[np.int64]
+    rankable: NDArray[np.bool_]  # 0 < |P_i| < q
+
+
+def _ranking(Y: ArrayLike, scores: ArrayLike, empty_rows: str, ties: str) -> _Ranking:
+    _check_choice(empty_rows, ("mulan", "exclude"), "empty_rows")
+    _check_choice(ties, ("mulan", "max"), "ties")
+    Yb = _as_binary(Y, "Y")
+    S = _as_scores(scores, Yb.shape)
+    if ties == "max":
+        rank = rankdata(-S, method="max", axis=1)
+    else:  # ordinal ranks of the reversed columns: among ties the higher label index comes first
+        rank = rankdata(-S[:, ::-1], method="ordinal", axis=1)[:, ::-1].astype(np.float64)
+    # Irrelevant labels pushed to the bottom so they never precede a relevant one.
+    rank_rel = rankdata(np.where(Yb, rank, np.inf), method="max", axis=1)
+    n_rel = Yb.sum(axis=1)
+    return _Ranking(Yb, rank, rank_rel, n_rel, (n_rel > 0) & (n_rel < Yb.shape[1]))
+
+
+def _row_mean(values: NDArray[np.floating], r: _Ranking, empty_rows: str,
+              mulan_rows: NDArray[np.bool_] | None = None) -> float:
+    """Mean over the rows the rule keeps: ``mulan_rows`` (default all) or the rankable ones."""
+    if empty_rows == "exclude":
+        return _mean_or_nan(values[r.rankable])
+    return _mean_or_nan(values if mulan_rows is None else values[mulan_rows])
+
+
+def average_precision(Y: ArrayLike, scores: ArrayLike, empty_rows: EmptyRows = "mulan",
+                      ties: Ties = "mulan") -> float:
     """Ranking-based average precision (paper 000, Eq. 21), greater is better.
 
     For each relevant label, the fraction of labels ranked at or above it
-    that are relevant; averaged over relevant labels, then instances.  Max
-    rank for ties (identical to ``sklearn.metrics.label_ranking_average_precision_score``
-    on rankable rows).  Instances with no or all labels relevant are
-    excluded; NaN if none remains.
+    that are relevant; averaged over relevant labels, then instances.
+    Empty rows are skipped under both rules (no relevant label to average
+    over); a full row scores 1 under ``empty_rows="mulan"`` and is skipped
+    under ``"exclude"``.  Ties: see the module docstring; with ``ties="max"``
+    equals ``sklearn.metrics.label_ranking_average_precision_score`` on rows
+    with at least one relevant label.  NaN if no row remains.
     """
-    r = _ranking(Y, scores)
-    precision = np.where(r.Y, r.rank_rel / r.rank, 0.0)
-    return _mean_or_nan(precision.sum(axis=1) / r.n_rel)
+    r = _ranking(Y, scores, empty_rows, ties)
+    precision = np.where(r.Y, r.rank_rel / r.rank, 0.0).sum(axis=1)
+    per_row = np.divide(precision, r.n_rel, out=np.zeros_like(precision), where=r.n_rel > 0)
+    return _row_mean(per_row, r, empty_rows, mulan_rows=r.n_rel > 0)
 
 
-def one_error(Y: ArrayLike, scores: ArrayLike) -> float:
+def one_error(Y: ArrayLike, scores: ArrayLike, empty_rows: EmptyRows = "mulan",
+              ties: Ties = "mulan") -> float:
     """Fraction of instances whose top-ranked label is irrelevant, smaller is better.
 
-    Ties at the top score count as an error unless all tied labels are
-    relevant.  Instances with no or all labels relevant are excluded; NaN if
-    none remains.
+    ``empty_rows="mulan"``: an empty row counts as an error (1), a full row
+    as 0; ``"exclude"``: both are skipped (NaN if no row remains).  Ties at
+    the top score: ``ties="mulan"`` takes the tied label with the highest
+    index as the top one (MULAN's ranking); ``ties="max"`` counts an error
+    unless every label sharing the top score is relevant.
     """
-    r = _ranking(Y, scores)
-    at_top = r.S == r.S.max(axis=1, keepdims=True)
-    return _mean_or_nan((at_top & ~r.Y).any(axis=1).astype(float))
+    r = _ranking(Y, scores, empty_rows, ties)
+    at_top = r.rank == r.rank.min(axis=1, keepdims=True)
+    return _row_mean((at_top & ~r.Y).any(axis=1).astype(float), r, empty_rows)
 
 
-def coverage(Y: ArrayLike, scores: ArrayLike, normalize: bool = False) -> float:
+def coverage(Y: ArrayLike, scores: ArrayLike, normalize: bool = False,
+             empty_rows: EmptyRows = "mulan", ties: Ties = "mulan") -> float:
     """Mean of (max rank of a relevant label) - 1, smaller is better.
 
-    Max rank for ties; equals ``sklearn.metrics.coverage_error - 1`` on
-    rankable rows.  ``normalize=True`` divides by q.  Instances with no or
-    all labels relevant are excluded; NaN if none remains.
+    ``empty_rows="mulan"``: an empty row has coverage 0 and a full row q - 1;
+    ``"exclude"``: both are skipped (NaN if no row remains).  With
+    ``ties="max"`` equals ``sklearn.metrics.coverage_error - 1`` (scikit-learn
+    also scores empty rows 0).  ``normalize=True`` divides by q.
     """
-    r = _ranking(Y, scores)
-    worst_rank = np.where(r.Y, r.rank, 0.0).max(axis=1)
-    value = _mean_or_nan(worst_rank - 1.0)
+    r = _ranking(Y, scores, empty_rows, ties)
+    deepest = np.where(r.Y, r.rank, 1.0).max(axis=1) - 1.0  # an empty row reaches depth 0
+    value = _row_mean(deepest, r, empty_rows)
     return value / r.Y.shape[1] if normalize else value
 
 
-def ranking_loss(Y: ArrayLike, scores: ArrayLike) -> float:
-    """Fraction of (relevant, irrelevant) label pairs with s_rel <= s_irr, smaller is better.
+def ranking_loss(Y: ArrayLike, scores: ArrayLike, empty_rows: EmptyRows = "mulan",
+                 ties: Ties = "mulan") -> float:
+    """Fraction of (relevant, irrelevant) label pairs in the wrong order, smaller is better.
 
-    Ties count as mis-ordered, as in ``sklearn.metrics.label_ranking_loss``.
-    Instances with no or all labels relevant are excluded; NaN if none remains.
+    ``empty_rows="mulan"``: empty and full rows (no pair) score 0, as in
+    MULAN and ``sklearn.metrics.label_ranking_loss``; ``"exclude"``: they are
+    skipped (NaN if no row remains).  ``ties="max"`` counts a tied pair as
+    wrong, as scikit-learn does; ``ties="mulan"`` orders it by label index.
     """
-    r = _ranking(Y, scores)
-    # For relevant j, rank - rank_rel = number of irrelevant labels scored >= s_j.
+    r = _ranking(Y, scores, empty_rows, ties)
+    # For relevant j, rank - rank_rel = number of irrelevant labels ranked at or above j.
     bad_pairs = np.where(r.Y, r.rank - r.rank_rel, 0.0).sum(axis=1)
-    n_irr = r.Y.shape[1] - r.n_rel
-    return _mean_or_nan(bad_pairs / (r.n_rel * n_irr))
+    n_pairs = r.n_rel * (r.Y.shape[1] - r.n_rel)
+    per_row = np.divide(bad_pairs, n_pairs, out=np.zeros_like(bad_pairs), where=n_pairs > 0)
+    return _row_mean(per_row, r, empty_rows)
+
+
+def _column_auc(Yb: NDArray[np.bool_], S: NDArray[np.float64]) -> NDArray[np.float64]:
+    """ROC AUC of every column holding both classes, by the Mann-Whitney statistic with
+    average ranks (ties get half credit, identical to ``sklearn.metrics.roc_auc_score``)."""
+    n_pos = Yb.sum(axis=0)
+    n_neg = Yb.shape[0] - n_pos
+    keep = (n_pos > 0) & (n_neg > 0)
+    Yb, S, n_pos, n_neg = Yb[:, keep], S[:, keep], n_pos[keep], n_neg[keep]
+    rank_sum_pos = np.where(Yb, rankdata(S, method="average", axis=0), 0.0).sum(axis=0)
+    return (rank_sum_pos - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
 
 
 def macro_auc(Y: ArrayLike, scores: ArrayLike) -> float:
     """Mean over labels of the ROC AUC, greater is better.
 
-    AUC via the Mann-Whitney statistic with average ranks (ties get half
-    credit, identical to ``sklearn.metrics.roc_auc_score``).  Labels whose
-    column of Y has a single class are skipped; NaN if none remains.
+    Labels whose column of Y has a single class have no AUC and are skipped;
+    NaN if none remains.
+    """
+    Yb = _as_binary(Y, "Y")
+    return _mean_or_nan(_column_auc(Yb, _as_scores(scores, Yb.shape)))
+
+
+def micro_auc(Y: ArrayLike, scores: ArrayLike) -> float:
+    """ROC AUC of all (instance, label) pairs pooled, greater is better.
+
+    ``sklearn.metrics.roc_auc_score(Y, scores, average="micro")``.  NaN when
+    every entry of Y is 0 (or every entry 1): no positive-negative pair to
+    order (scikit-learn raises a ValueError there).
     """
     Yb = _as_binary(Y, "Y")
     S = _as_scores(scores, Yb.shape)
-    n_pos = Yb.sum(axis=0)
-    n_neg = Yb.shape[0] - n_pos
-    keep = (n_pos > 0) & (n_neg > 0)
-    if not keep.any():
-        return float("nan")
-    Yb, S, n_pos, n_neg = Yb[:, keep], S[:, keep], n_pos[keep], n_neg[keep]
-    rank_sum_pos = np.where(Yb, rankdata(S, method="average", axis=0), 0.0).sum(axis=0)
-    auc = (rank_sum_pos - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
-    return float(auc.mean())
+    return _mean_or_nan(_column_auc(Yb.reshape(-1, 1), S.reshape(-1, 1)))
 
 
 # --------------------------------------------------------------------------
-# Bipartition metrics
+# Label-based bipartition metrics
 # --------------------------------------------------------------------------
-def _confusion(Y: ArrayLike, Y_pred: ArrayLike) -> tuple[NDArray[np.int64], ...]:
-    """Per-label TP, FP, FN counts."""
+def _confusion(Y: ArrayLike, Y_pred: ArrayLike, axis: int = 0) -> tuple[NDArray[np.int64], ...]:
+    """TP, FP, FN counts per label (axis 0) or per instance (axis 1)."""
     Yb = _as_binary(Y, "Y")
     P = _as_pred(Y_pred, Yb.shape)
-    tp = (Yb & P).sum(axis=0)
-    fp = (~Yb & P).sum(axis=0)
-    fn = (Yb & ~P).sum(axis=0)
-    return tp, fp, fn
+    return (Yb & P).sum(axis=axis), (~Yb & P).sum(axis=axis), (Yb & ~P).sum(axis=axis)
+
+
+def _f1(tp, fp, fn, zero_division, what: str) -> NDArray[np.float64]:
+    """Per-element 2 TP / (2 TP + FP + FN); ``zero_division`` where the denominator is 0."""
+    zero_division = _check_zero_division(zero_division)
+    denom = np.atleast_1d(2 * tp + fp + fn)
+    undefined = denom == 0
+    if zero_division == "warn" and undefined.any():
+        warnings.warn(f"{what}: {undefined.sum()} of {undefined.size} F1 undefined (no positive in Y "
+                      f"and none predicted), scored 0.0; pass zero_division to choose",
+                      DegenerateLabelWarning, stacklevel=3)
+    fill = 0.0 if zero_division == "warn" else zero_division
+    f1 = np.full(denom.shape, fill)
+    np.divide(2 * np.atleast_1d(tp), denom, out=f1, where=~undefined)
+    return f1
 
 
 def hamming_loss(Y: ArrayLike, Y_pred: ArrayLike) -> float:
@@ -252,27 +376,86 @@ def hamming_loss(Y: ArrayLike, Y_pred: ArrayLike) -> float:
     return float((Yb != _as_pred(Y_pred, Yb.shape)).mean())
 
 
-def micro_f1(Y: ArrayLike, Y_pred: ArrayLike, zero_division: float = 1.0) -> float:
+def micro_f1(Y: ArrayLike, Y_pred: ArrayLike, zero_division: ZeroDivision = "warn") -> float:
     """2 TP / (2 TP + FP + FN) pooled over all labels (paper 000, Eq. 23), greater is better.
 
-    Returns ``zero_division`` when there are no positives and no predictions.
+    Undefined only when Y and Y_pred are all 0: then ``zero_division``
+    (``"warn"``: 0.0 and a :class:`DegenerateLabelWarning`; 0.0, 1.0, NaN).
     """
     tp, fp, fn = (c.sum() for c in _confusion(Y, Y_pred))
-    denom = 2 * tp + fp + fn
-    return float(2 * tp / denom) if denom else float(zero_division)
+    return float(_f1(tp, fp, fn, zero_division, "micro_f1")[0])
 
 
-def macro_f1(Y: ArrayLike, Y_pred: ArrayLike, zero_division: float = 1.0) -> float:
+def macro_f1(Y: ArrayLike, Y_pred: ArrayLike, zero_division: ZeroDivision = "warn") -> float:
     """Mean over labels of 2 TP_j / (2 TP_j + FP_j + FN_j) (paper 000, Eq. 24), greater is better.
 
-    A label with TP = FP = FN = 0 (no positives, none predicted) scores
-    ``zero_division``.
+    A label with TP = FP = FN = 0 (no positive in Y, none predicted) scores
+    ``zero_division``: ``"warn"`` 0.0 and a :class:`DegenerateLabelWarning`,
+    0.0 or 1.0 that value, NaN leaves the label out of the mean (NaN if no
+    label remains), as ``sklearn.metrics.f1_score(average="macro")``.
     """
-    tp, fp, fn = _confusion(Y, Y_pred)
-    denom = 2 * tp + fp + fn
-    f1 = np.full(tp.shape, float(zero_division))
-    np.divide(2 * tp, denom, out=f1, where=denom > 0)
-    return float(f1.mean())
+    f1 = _f1(*_confusion(Y, Y_pred), zero_division, "macro_f1")
+    return _mean_or_nan(f1[~np.isnan(f1)])
+
+
+# --------------------------------------------------------------------------
+# Example-based bipartition metrics (MULAN's empty-set rules)
+# --------------------------------------------------------------------------
+def _per_instance(num, den, both_empty) -> float:
+    """Mean over instances of num/den, with 1 where P_i = Z_i = {} and 0 where den = 0 otherwise."""
+    out = np.where(both_empty, 1.0, 0.0)
+    return float(np.divide(num, den, out=out, where=den > 0).mean())
+
+
+def subset_accuracy(Y: ArrayLike, Y_pred: ArrayLike) -> float:
+    """Fraction of instances whose predicted label set equals the true one, greater is better."""
+    Yb = _as_binary(Y, "Y")
+    return float((_as_pred(Y_pred, Yb.shape) == Yb).all(axis=1).mean())
+
+
+def example_precision(Y: ArrayLike, Y_pred: ArrayLike) -> float:
+    """Mean over instances of |P_i & Z_i| / |Z_i|, greater is better (MULAN's rules: 1 when
+    P_i = Z_i = {}, 0 when only Z_i = {})."""
+    tp, fp, fn = _confusion(Y, Y_pred, axis=1)
+    return _per_instance(tp, tp + fp, tp + fp + fn == 0)
+
+
+def example_recall(Y: ArrayLike, Y_pred: ArrayLike) -> float:
+    """Mean over instances of |P_i & Z_i| / |P_i|, greater is better (MULAN's rules: 1 when
+    P_i = Z_i = {}, 0 when only P_i = {})."""
+    tp, fp, fn = _confusion(Y, Y_pred, axis=1)
+    return _per_instance(tp, tp + fn, tp + fp + fn == 0)
+
+
+def example_f1(Y: ArrayLike, Y_pred: ArrayLike) -> float:
+    """Mean over instances of 2 |P_i & Z_i| / (|P_i| + |Z_i|), greater is better (1 when
+    P_i = Z_i = {}, as MULAN and scikit-learn's ``average="samples"`` with zero_division=1)."""
+    tp, fp, fn = _confusion(Y, Y_pred, axis=1)
+    return _per_instance(2 * tp, 2 * tp + fp + fn, tp + fp + fn == 0)
+
+
+def jaccard(Y: ArrayLike, Y_pred: ArrayLike) -> float:
+    """Mean over instances of |P_i & Z_i| / |P_i | Z_i| (MULAN's example-based accuracy),
+    greater is better; 1 when P_i = Z_i = {}."""
+    tp, fp, fn = _confusion(Y, Y_pred, axis=1)
+    return _per_instance(tp, tp + fp + fn, tp + fp + fn == 0)
+
+
+# --------------------------------------------------------------------------
+# Diagnostics
+# --------------------------------------------------------------------------
+def label_diagnostics(Y: ArrayLike) -> dict[str, int]:
+    """Counts that make metrics degenerate on this Y (a test part): ``n_degenerate_labels``
+    (labels with no positive or no negative: macro-AUC skips them, their F1 may be undefined),
+    ``n_empty_rows`` (no relevant label) and ``n_full_rows`` (every label relevant)."""
+    Yb = _as_binary(Y, "Y")
+    n_pos = Yb.sum(axis=0)
+    n_rel = Yb.sum(axis=1)
+    return {
+        "n_degenerate_labels": int(((n_pos == 0) | (n_pos == Yb.shape[0])).sum()),
+        "n_empty_rows": int((n_rel == 0).sum()),
+        "n_full_rows": int((n_rel == Yb.shape[1]).sum()),
+    }
 
 
 # --------------------------------------------------------------------------
@@ -308,24 +491,34 @@ def dual_set_accuracy(
 # Registry and one-call evaluation
 # --------------------------------------------------------------------------
 class MetricSpec(NamedTuple):
-    """How to compute one metric: ``function(Y, <input>)`` with input kind "scores" or "pred"."""
+    """How to compute one metric: ``function(Y, <input>, **options)`` with input kind "scores"
+    or "pred"; ``options`` names the keyword options of :func:`evaluate` the function takes."""
 
-    function: Callable[[ArrayLike, ArrayLike], float]
+    function: Callable[..., float]
     kind: Literal["scores", "pred"]
     greater_is_better: bool
+    options: tuple[str, ...] = ()
 
+
+_RANKING_OPTIONS = ("empty_rows", "ties")
 
 # Names are logged to MLflow by other code: do not rename.
 METRICS: dict[str, MetricSpec] = {
-    "avg_precision": MetricSpec(average_precision, "scores", True),
-    "micro_f1": MetricSpec(micro_f1, "pred", True),
-    "macro_f1": MetricSpec(macro_f1, "pred", True),
+    "avg_precision": MetricSpec(average_precision, "scores", True, _RANKING_OPTIONS),
+    "micro_f1": MetricSpec(micro_f1, "pred", True, ("zero_division",)),
+    "macro_f1": MetricSpec(macro_f1, "pred", True, ("zero_division",)),
     "hamming_loss": MetricSpec(hamming_loss, "pred", False),
-    "one_error": MetricSpec(one_error, "scores", False),
-    "coverage": MetricSpec(coverage, "scores", False),
-    "coverage_norm": MetricSpec(partial(coverage, normalize=True), "scores", False),
-    "ranking_loss": MetricSpec(ranking_loss, "scores", False),
+    "one_error": MetricSpec(one_error, "scores", False, _RANKING_OPTIONS),
+    "coverage": MetricSpec(coverage, "scores", False, _RANKING_OPTIONS),
+    "coverage_norm": MetricSpec(partial(coverage, normalize=True), "scores", False, _RANKING_OPTIONS),
+    "ranking_loss": MetricSpec(ranking_loss, "scores", False, _RANKING_OPTIONS),
     "macro_auc": MetricSpec(macro_auc, "scores", True),
+    "micro_auc": MetricSpec(micro_auc, "scores", True),
+    "subset_accuracy": MetricSpec(subset_accuracy, "pred", True),
+    "example_precision": MetricSpec(example_precision, "pred", True),
+    "example_recall": MetricSpec(example_recall, "pred", True),
+    "example_f1": MetricSpec(example_f1, "pred", True),
+    "jaccard": MetricSpec(jaccard, "pred", True),
 }
 
 
@@ -346,13 +539,26 @@ def evaluate(
     scores: ArrayLike | None,
     Y_pred: ArrayLike | None,
     metrics: Iterable[str] | None = None,
-) -> dict[str, float]:
+    *,
+    empty_rows: EmptyRows = "mulan",
+    ties: Ties = "mulan",
+    zero_division: ZeroDivision = "warn",
+    diagnostics: bool = False,
+) -> dict[str, float | int]:
     """Compute the named metrics (default: all of :data:`METRICS`).
 
     ``scores`` (finite) and ``Y_pred`` (binary) must have the shape of ``Y``;
-    either may be None when no requested metric needs it.  Raises ValueError
-    naming the offending argument or an unknown metric.
+    either may be None when no requested metric needs it.  ``empty_rows`` and
+    ``ties`` go to the ranking metrics, ``zero_division`` to the F1s (see the
+    module docstring); ``diagnostics=True`` adds the counts of
+    :func:`label_diagnostics` (multi-label Y only; dual-set metrics get none).
+    Raises ValueError naming the offending argument, option or an unknown metric.
     """
+    options = {
+        "empty_rows": _check_choice(empty_rows, ("mulan", "exclude"), "empty_rows"),
+        "ties": _check_choice(ties, ("mulan", "max"), "ties"),
+        "zero_division": _check_zero_division(zero_division),
+    }
     names = list(METRICS) if metrics is None else list(metrics)
     if names and set(names) <= set(DUAL_SET_METRICS):
         return {k: v for k, v in evaluate_dual_set(Y, Y_pred).items() if k in names}
@@ -364,12 +570,14 @@ def evaluate(
         "scores": None if scores is None else _as_scores(scores, Yb.shape),
         "pred": None if Y_pred is None else _as_pred(Y_pred, Yb.shape),
     }
-    results: dict[str, float] = {}
+    results: dict[str, float | int] = {}
     for name in names:
         spec = METRICS[name]
         data = inputs[spec.kind]
         if data is None:
             arg = "scores" if spec.kind == "scores" else "Y_pred"
             raise ValueError(f"metric {name!r} needs {arg}, which is None")
-        results[name] = spec.function(Yb, data)
+        results[name] = spec.function(Yb, data, **{k: options[k] for k in spec.options})
+    if diagnostics:
+        results.update(label_diagnostics(Yb))
     return results
