@@ -1,13 +1,21 @@
-"""Multi-label benchmark data: a fast ARFF reader, MULAN datasets and where to find them."""
+"""Multi-label benchmark data: a fast ARFF reader, MULAN datasets, and the dataset registry
+(``load_dataset("bibtex")``: every benchmark by name, found locally or downloaded and verified)."""
 
 from mlgraph.data.arff import ArffError, read_arff
 from mlgraph.data.mulan import MultiLabelDataset, load_mulan, read_label_names
 from mlgraph.data.registry import (
     ChecksumError,
     DatasetNotFoundError,
+    RegisteredFile,
+    cache_dir,
     data_dirs,
+    dataset_files,
+    dataset_info,
+    dataset_names,
+    dataset_path,
     find_file,
     load_dataset,
+    load_split,
     sha256_file,
 )
 
@@ -16,10 +24,17 @@ __all__ = [
     "ChecksumError",
     "DatasetNotFoundError",
     "MultiLabelDataset",
+    "RegisteredFile",
+    "cache_dir",
     "data_dirs",
+    "dataset_files",
+    "dataset_info",
+    "dataset_names",
+    "dataset_path",
     "find_file",
     "load_dataset",
     "load_mulan",
+    "load_split",
     "read_arff",
     "read_label_names",
     "sha256_file",
