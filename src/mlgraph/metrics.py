@@ -20,7 +20,7 @@ and ranking loss, and mlgraph's rule before issue 16); NaN if no row remains.
 
 ``ties="mulan"`` (default): a strict ranking, as MULAN's
 ``MultiLabelOutput.ranksFromValues`` builds it (a stable ascending Weka sort,
-rank q first): among labels with equal scores the one with the *higher*
+read from the end): among labels with equal scores the one with the *higher*
 label index is ranked first.  Results then depend on the label order, as
 MULAN's do.  (Weka also treats scores within 1e-6 as equal; here only exactly
 equal scores tie.)
@@ -29,7 +29,7 @@ equal scores tie.)
 a tied label is placed behind all labels it ties with, so ties never help,
 and results do not depend on the label order.
 
-With either rule ``rank_i(j)`` is 1 for the top label.
+Ranks count from 1 at the top.
 
 Ranking metrics (input ``scores``)
 ----------------------------------
