@@ -84,3 +84,129 @@ def test_cross_validation_random_draws_for_large_sets():
         cross_validation_trials(100, train_size=95, test_size=0.1)
     with pytest.raises(ValueError, match="folds"):
         cross_validation_trials(5, folds=6)
+
+
+# --------------------------------------------------------------- iterative stratification
+from mlgraph.protocols import (  # noqa: E402
+    cross_validation_trials,
+    fixed_split_trials,
+    protocol_inputs,
+    stratification_matrix,
+    uses_fixed_split,
+)
+
+
+def _planted_labels(seed=0):
+    """100 rows: label 0 on 20 rows, label 1 on 40 others, 40 rows without labels, shuffled.
+    Exact stratification exists for 2, 4, 5 and 10 parts, and iterative stratification finds it."""
+    Y = np.zeros((100, 2), dtype=np.int8)
+    Y[:20, 0] = 1
+    Y[20:60, 1] = 1
+    return Y[np.random.default_rng(seed).permutation(100)]
+
+
+def test_iterative_folds_hold_every_label_in_exact_proportion():
+    Y = _planted_labels()
+    trials = cross_validation_trials(100, folds=5, seed=1, stratify="iterative", Y=Y)
+    assert sorted(np.concatenate([t.test for t in trials])) == list(range(100))
+    for t in trials:
+        assert Y[t.test].sum(axis=0).tolist() == [4, 8] and len(t.test) == 20
+        assert len(np.intersect1d(t.train, t.test)) == 0 and len(t.train) == 80
+    again = cross_validation_trials(100, folds=5, seed=1, stratify="iterative", Y=Y)
+    assert all(np.array_equal(a.test, b.test) for a, b in zip(trials, again))
+    other = cross_validation_trials(100, folds=5, seed=2, stratify="iterative", Y=Y)
+    assert not all(np.array_equal(a.test, b.test) for a, b in zip(trials, other))
+    # the uniform folds of the same seed are not stratified (the check above can fail)
+    plain = cross_validation_trials(100, folds=5, seed=1, Y=Y)
+    assert any(Y[t.test].sum(axis=0).tolist() != [4, 8] for t in plain)
+
+
+def test_stratify_none_ignores_Y_and_keeps_the_old_splits():
+    Y = _planted_labels()
+    for a, b in zip(cross_validation_trials(100, folds=10, seed=3, Y=Y), cross_validation_trials(100, folds=10, seed=3)):
+        np.testing.assert_array_equal(a.test, b.test)
+    for a, b in zip(labelling_rate_trials(100, [0.5], 2, seed=3, Y=Y), labelling_rate_trials(100, [0.5], 2, seed=3)):
+        np.testing.assert_array_equal(a.test, b.test)
+        np.testing.assert_array_equal(a.labelled, b.labelled)
+
+
+def test_iterative_halves_and_holdout_split_each_label_evenly():
+    Y = _planted_labels()
+    trials = labelling_rate_trials(100, rates=[1.0], repeats=3, seed=0, test_size=0.5, stratify="iterative", Y=Y)
+    for t in trials:
+        assert Y[t.test].sum(axis=0).tolist() == [10, 20] and Y[t.train].sum(axis=0).tolist() == [10, 20]
+        assert len(np.intersect1d(t.train, t.test)) == 0 and len(t.train) + len(t.test) == 100
+        assert t.labelled.all()
+    assert not np.array_equal(trials[0].test, trials[1].test)  # repetitions resample
+    (ssl,) = labelling_rate_trials(100, rates=[0.3], repeats=1, seed=0, test_size=0.2, stratify="iterative", Y=Y)
+    assert Y[ssl.test].sum(axis=0).tolist() == [4, 8] and ssl.labelled.sum() == round(0.3 * len(ssl.train))
+
+
+def test_iterative_random_draws_of_a_training_size():
+    Y = _planted_labels()
+    trials = cross_validation_trials(100, seed=0, train_size=50, test_size=0.2, repeats=3, stratify="iterative", Y=Y)
+    for t in trials:
+        assert Y[t.test].sum(axis=0).tolist() == [4, 8] and len(t.test) == 20
+        assert Y[t.train].sum(axis=0).tolist() == [10, 20] and len(t.train) == 50
+        assert len(np.intersect1d(t.train, t.test)) == 0
+
+
+def test_stratification_matrix_one_hot_encodes_class_indices():
+    y = np.array([[0, 1], [2, 0], [1, 1], [2, 1]])  # dual-set data: a class index per set
+    expected = np.array([[1, 0, 0, 0, 1], [0, 0, 1, 1, 0], [0, 1, 0, 0, 1], [0, 0, 1, 0, 1]], dtype=bool)
+    np.testing.assert_array_equal(stratification_matrix(y, 4), expected)
+    Y = np.array([[0, 1], [1, 1]])
+    np.testing.assert_array_equal(stratification_matrix(Y, 2), Y.astype(bool))  # 0/1: labels as they are
+    np.testing.assert_array_equal(stratification_matrix(np.array([[1], [0]]), 2), [[True, False], [False, True]])
+    with pytest.raises(ValueError, match="3 rows"):
+        stratification_matrix(np.zeros((3, 2)), 4)
+
+
+def test_stratify_errors():
+    with pytest.raises(ValueError, match="stratify='labels'"):
+        cross_validation_trials(100, folds=5, stratify="labels", Y=_planted_labels())
+    with pytest.raises(ValueError, match="needs the label matrix"):
+        labelling_rate_trials(100, [0.5], 1, stratify="iterative")
+
+
+# ----------------------------------------------------------------------- fixed split
+
+
+def test_fixed_split_keeps_the_published_parts():
+    (trial,) = fixed_split_trials(10, n_train=6, repeats=5)  # rate 1: one trial, not five copies
+    np.testing.assert_array_equal(trial.train, np.arange(6))
+    np.testing.assert_array_equal(trial.test, np.arange(6, 10))
+    assert trial.labelled.all() and trial.rate == 1.0 and trial.step == 100
+
+
+def test_fixed_split_labelling_rates_redraw_training_labels_only():
+    trials = fixed_split_trials(100, n_train=60, rates=[0.1, 0.5], repeats=3, seed=4)
+    assert [(t.step, t.repetition) for t in trials] == [(10, 0), (10, 1), (10, 2), (50, 0), (50, 1), (50, 2)]
+    for t in trials:
+        np.testing.assert_array_equal(t.train, np.arange(60))
+        np.testing.assert_array_equal(t.test, np.arange(60, 100))
+        assert t.labelled.sum() == round(t.rate * 60)
+    assert not np.array_equal(trials[0].labelled, trials[1].labelled)
+    again = fixed_split_trials(100, n_train=60, rates=[0.5], repeats=3, seed=4)
+    assert all(np.array_equal(a.labelled, b.labelled) for a, b in zip(trials[3:], again))
+
+
+@pytest.mark.parametrize("kwargs, match", [({}, "test_arff"), ({"n_train": 10}, "n_train=10"),
+                                           ({"n_train": 0}, "n_train=0"),
+                                           ({"n_train": 5, "rates": [0.01]}, "no labelled"),
+                                           ({"n_train": 5, "repeats": 0}, "repeats")])
+def test_fixed_split_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fixed_split_trials(10, **kwargs)
+
+
+def test_protocol_inputs_follow_the_protocol_signature():
+    class Data:
+        n_samples, Y, n_train = 10, np.zeros((10, 2)), 6
+
+    ssl = {"_target_": "mlgraph.protocols.labelling_rate_trials"}
+    fixed = {"_target_": "mlgraph.protocols.fixed_split_trials"}
+    assert set(protocol_inputs(ssl, Data())) == {"n_samples", "Y"}
+    assert protocol_inputs(fixed, Data()) == {"n_samples": 10, "n_train": 6}
+    assert uses_fixed_split(fixed) and not uses_fixed_split(ssl)
+    assert protocol_inputs(lambda n_samples, seed=0: [], Data()) == {"n_samples": 10}
