@@ -9,6 +9,7 @@ import hydra
 from omegaconf import DictConfig
 
 from mlgraph.experiment import run_from_hydra
+from mlgraph.signals import exit_conventionally
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
@@ -19,4 +20,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with exit_conventionally():
+        main()

@@ -10,25 +10,34 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import numbers
 import os
+import re
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import mlflow
 import pandas as pd
+from hydra.errors import CompactHydraException
 from hydra.utils import call, get_method, instantiate
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 from sklearn.pipeline import Pipeline
 
 from mlgraph.data import load_dataset
 from mlgraph.data.dual_set import DualSetDataset
+from mlgraph.data.splits import SPLIT_KEYS, load_fixed_split
 from mlgraph.methods.dual_set import DualSetEstimator, DualSetFromMultiLabel
 from mlgraph.metrics import DUAL_SET_METRICS, METRICS
+from mlgraph.protocols import protocol_inputs, uses_fixed_split
 from mlgraph.report import FIG1_METRICS, format_summary, plot_metrics_vs_rate, plot_rounds, save_figure
-from mlgraph.runner import resolve_parallelism, run_trials, summarise
+from mlgraph.runner import Parallelism, resolve_parallelism, run_trials, summarise
 from mlgraph.selection import Standardise
-from mlgraph.tracking import config_params, log_batch, provenance_tags, setup_from_config
+from mlgraph.signals import Interrupted, die_of, die_with_parent, interrupts_raise, stop_workers
+from mlgraph.sweep import JobInfo, run_name
+from mlgraph.tracking import config_hash, config_params, log_batch, provenance_tags, setup_from_config
 
 log = logging.getLogger(__name__)
 
@@ -52,21 +61,36 @@ def _artifact_dir(output_dir: str | os.PathLike | None):
             yield Path(tmp)
 
 
-class AllTrialsFailed(RuntimeError):
-    """Every trial of a job failed: the job fails, with the first error."""
+class ConfigError(CompactHydraException, ValueError):
+    """A bad config value or input file, found before any trial runs and before an MLflow run
+    opens. Hydra prints it as one paragraph (``HYDRA_FULL_ERROR=1`` shows the traceback)."""
 
 
-def load_from_config(dataset: DictConfig):
+class AllTrialsFailed(CompactHydraException, RuntimeError):
+    """Every trial of a job failed (or, with ``strict=true``, any): the run is FAILED."""
+
+
+def load_from_config(dataset: DictConfig, protocol: DictConfig | None = None):
     """Load the dataset a ``dataset`` config group describes (protocol keys excluded): a MULAN
-    multi-label dataset, or, with a ``_target_`` loader, any other kind (dual-set data)."""
+    multi-label dataset, or, with a ``_target_`` loader, any other kind (dual-set data). Under a
+    protocol that evaluates the published split (``protocol=fixed``), a MULAN dataset's training
+    and test files instead, stacked, with their boundary ``n_train``."""
     fields = OmegaConf.to_container(dataset, resolve=True, throw_on_missing=True)
     for protocol_key in ("subsample", "cv_train_size"):
         fields.pop(protocol_key, None)
+    fixed = protocol is not None and uses_fixed_split(protocol)
     if "_target_" in fields:  # the config's `name` labels runs; a loader may or may not take it
+        if fixed:
+            raise ValueError(f"protocol=fixed evaluates a MULAN dataset's published train/test files; "
+                             f"dataset {fields.get('name')!r} has none (use protocol=cv5 or halves)")
         loader = get_method(fields["_target_"])
         if "name" not in inspect.signature(loader).parameters:
             fields.pop("name", None)
         return instantiate(fields)
+    if fixed:
+        return load_fixed_split(**fields)
+    for split_key in SPLIT_KEYS:
+        fields.pop(split_key, None)
     return load_dataset(**fields)
 
 
@@ -117,9 +141,10 @@ def _metric_rows(summary: pd.DataFrame, table: pd.DataFrame, metrics: list[str])
                 yield metric, row[metric], row["step"]
                 yield f"{metric}_std", row[f"{metric}_std"], row["step"]
     ok = table[table.status == "ok"]
+    overall = "_overall" if len(ok) == len(table) else "_overall_ok_only"  # says it skips failures
     for metric in metrics:
         if ok[metric].notna().any():
-            yield f"{metric}_overall", ok[metric].mean(), 0
+            yield f"{metric}{overall}", ok[metric].mean(), 0
     if len(summary) == 1:  # cross-validation and halves: each fold or split, step = its number
         for repetition, values in zip(ok["repetition"], ok[metrics].itertuples(index=False)):
             for metric, value in zip(metrics, values):
@@ -131,6 +156,9 @@ def _metric_rows(summary: pd.DataFrame, table: pd.DataFrame, metrics: list[str])
                 yield f"round_{metric}", row[metric], t
     yield "n_trials", len(table), 0
     yield "n_failed", int((table.status != "ok").sum()), 0
+    if "n_degenerate_labels" in ok and len(ok):
+        yield "n_degenerate_labels", ok["n_degenerate_labels"].max(), 0
+        yield "n_trials_with_degenerate_labels", int(ok["n_degenerate_labels"].gt(0).sum()), 0
     if len(ok):
         yield "fit_seconds_mean", ok["fit_seconds"].mean(), 0
 
@@ -155,69 +183,316 @@ def _log_artifacts(run_dir: Path, cfg: DictConfig, table: pd.DataFrame, summary:
         mlflow.log_artifact(str(run_dir / name))
 
 
-def run_from_hydra(cfg: DictConfig) -> pd.DataFrame:
+def run_from_hydra(cfg: DictConfig) -> pd.DataFrame | None:
     """The body of every Hydra entry point (``python -m run``, ``mlgraph run``): reads the
-    launcher and job folder from Hydra's runtime config and calls :func:`run_experiment`."""
+    launcher, job folder and sweep position from Hydra's runtime config and calls
+    :func:`run_experiment`; a signal ends the process by that signal once the run is KILLED."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
     hc = HydraConfig.get()
-    parallel = hc.mode == RunMode.MULTIRUN and "joblib" in hc.runtime.choices.get("hydra/launcher", "")
-    return run_experiment(cfg, in_parallel_launcher=parallel, output_dir=hc.runtime.output_dir)
+    launcher = hc.runtime.choices.get("hydra/launcher", "")
+    multirun = hc.mode == RunMode.MULTIRUN
+    if multirun:
+        die_with_parent()  # a launcher's worker process ends with the sweep's main process
+    parallel = multirun and ("joblib" in launcher or "submitit_local" in launcher)
+    try:
+        return run_experiment(cfg, in_parallel_launcher=parallel, output_dir=hc.runtime.output_dir,
+                              job=JobInfo.from_hydra(hc))
+    except Interrupted as exc:
+        die_of(exc.signum)
+
+
+# Top-level keys: (check, what is allowed).
+_RUN_KEYS = {
+    "seed": (lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0,
+             "a non-negative integer"),
+    "n_jobs": (lambda v: v == "auto" or (isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1),
+               "a positive integer or 'auto'"),
+    "progress": (lambda v: isinstance(v, bool), "true or false"),
+    "resume": (lambda v: isinstance(v, bool), "true or false"),
+    "strict": (lambda v: isinstance(v, bool), "true or false"),
+    "graph_cache": (lambda v: v is None or (isinstance(v, str) and not Path(v).is_file()),
+                    "null or a folder path (not a file)"),
+    "tracking.checkpoint_seconds": (lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) and v >= 0,
+                                    "a number of seconds >= 0"),
+    "metrics.empty_rows": (lambda v: v in ("mulan", "exclude"), "mulan or exclude"),
+    "metrics.ties": (lambda v: v in ("mulan", "max"), "mulan or max"),
+    "metrics.zero_division": (lambda v: v in ("warn", 0, 1, 0.0, 1.0), "warn, 0 or 1"),
+}
+
+
+def check_run_keys(cfg: DictConfig) -> None:
+    """Validate the top-level keys, naming the key, its value and what is allowed."""
+    for key, (ok, allowed) in _RUN_KEYS.items():
+        value = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)
+        if OmegaConf.select(cfg, key, default="<absent>") == "<absent>":
+            continue
+        if not ok(value):
+            raise ConfigError(f"{key}={value!r} is not valid: it must be {allowed}.")
+
+
+def check_estimator_params(estimator) -> None:
+    """Run each step's declarative parameter checks (``_rules``) once, before any trial, and
+    name the failing config key (``method.<param>`` or ``selector.<param>``)."""
+    from mlgraph.methods.base import check_params
+
+    steps = estimator.steps if isinstance(estimator, Pipeline) else [("classify", estimator)]
+    groups = {"classify": "method", "select": "selector"}
+    for step, est in steps:
+        inner = getattr(est, "estimator", None)  # DualSetFromMultiLabel wraps a multi-label method
+        for candidate in (est, inner):
+            if candidate is None or not hasattr(candidate, "_rules"):
+                continue
+            try:
+                check_params(candidate, candidate._rules)
+            except ValueError as exc:
+                match = re.search(r"parameter (\w+)=(.*?) must be (.*)$", str(exc))
+                if not match:
+                    raise ConfigError(f"{groups.get(step, step)}: {exc}") from exc
+                name, value, allowed = match.groups()
+                raise ConfigError(f"{groups.get(step, step)}.{name}={value} is not valid for "
+                                  f"{type(candidate).__name__}: it must be {allowed}.") from exc
+
+
+@dataclass
+class Plan:
+    """Everything a job needs, built and checked before its MLflow run opens."""
+
+    data: object
+    estimator: object
+    trials: list
+    metrics: list[str]
+    parallelism: Parallelism
+    evaluation: dict
+
+
+def _config_error(where: str, exc: BaseException) -> ConfigError:
+    if isinstance(exc, OmegaConfBaseException) and "Missing mandatory value" in str(exc):
+        key = getattr(exc, "full_key", "") or where
+        return ConfigError(f"{key} is required and has no value: give it on the command line, "
+                           f"e.g. {key}=...")
+    text = str(exc).strip() or type(exc).__name__
+    return ConfigError(f"{where}: {text}")
+
+
+def prepare(cfg: DictConfig, in_parallel_launcher: bool = False) -> Plan:
+    """Validate every key, load the data, build the trials and check the estimator, raising
+    :class:`ConfigError` (one paragraph) on the first problem."""
+    check_run_keys(cfg)
+    try:
+        data = load_from_config(cfg.dataset, cfg.protocol)
+    except (ValueError, TypeError, OSError, LookupError, OmegaConfBaseException) as exc:
+        raise _config_error(f"dataset={cfg.dataset.get('name', '?')}", exc) from exc
+    try:
+        protocol = {k: v for k, v in cfg.protocol.items() if k != "normalise"}
+        trials = call(protocol, seed=cfg.seed, **protocol_inputs(protocol, data))
+    except (ValueError, TypeError, OmegaConfBaseException) as exc:
+        raise _config_error("protocol", exc) from exc
+    try:
+        estimator = make_estimator(cfg.method, cfg.get("selector"), cfg.protocol.get("normalise", False))
+    except Exception as exc:  # Hydra wraps a constructor's error in InstantiationException
+        raise _config_error("method", exc.__cause__ or exc) from exc
+    if isinstance(data, DualSetDataset) and not isinstance(estimator, DualSetEstimator):
+        estimator = DualSetFromMultiLabel(estimator)  # one-hot sets, best label within each
+    check_estimator_params(estimator)
+    options = cfg.get("metrics") or {}
+    evaluation = {"empty_rows": options.get("empty_rows", "mulan"), "ties": options.get("ties", "mulan"),
+                  "zero_division": options.get("zero_division", "warn"), "diagnostics": True}
+    metrics = task_metrics(data)
+    if isinstance(data, DualSetDataset):
+        evaluation = {}
+    parallelism = resolve_parallelism(cfg.n_jobs, in_parallel_launcher, n_trials=len(trials))
+    return Plan(data, estimator, trials, metrics, parallelism, evaluation)
+
+
+class Checkpoint:
+    """Finished trials, saved as they complete: ``trials_partial.csv`` in the job folder at
+    once, and in the MLflow run at most every ``every`` seconds and when the run stops, so that
+    an interrupted run resumes where it stopped."""
+
+    NAME = "trials_partial.csv"
+
+    def __init__(self, run_id: str, folder: Path, every: float, done: pd.DataFrame):
+        self.run_id, self.folder, self.every = run_id, folder, every
+        self.rows = done.to_dict("records")
+        self.saved, self.last = len(self.rows), time.monotonic()
+
+    def add(self, row: dict) -> None:
+        self.rows.append(row)
+        if time.monotonic() - self.last >= self.every:
+            self.flush()
+
+    def flush(self) -> None:
+        if len(self.rows) == self.saved:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / self.NAME
+        pd.DataFrame(self.rows).to_csv(path, index=False)
+        mlflow.MlflowClient().log_artifact(self.run_id, str(path))
+        self.saved, self.last = len(self.rows), time.monotonic()
+
+
+def finished_trials(run_id: str) -> pd.DataFrame:
+    """The successful trials an interrupted run saved (none if it saved nothing)."""
+    with tempfile.TemporaryDirectory(prefix="mlgraph-resume-") as tmp:
+        try:
+            path = mlflow.MlflowClient().download_artifacts(run_id, Checkpoint.NAME, tmp)
+        except Exception:  # no checkpoint was saved before it stopped
+            return pd.DataFrame()
+        table = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    return table[table.status == "ok"].reset_index(drop=True)
+
+
+def find_previous(experiment_id: str, chash: str):
+    """The latest FINISHED run with config hash ``chash``, else the latest unfinished one."""
+    runs = mlflow.MlflowClient().search_runs([experiment_id], f"tags.config_hash = '{chash}'",
+                                             order_by=["attributes.start_time DESC"], max_results=100)
+    finished = [r for r in runs if r.info.status == "FINISHED"]
+    return (finished or runs or [None])[0]
+
+
+def _record_config_error(experiment_id: str, name: str, job: JobInfo, exc: ConfigError) -> None:
+    """A sweep job whose config is invalid still appears in the sweep, as a FAILED run."""
+    client = mlflow.MlflowClient()
+    tags = {**job.tags(), "error": str(exc)[:5000]}
+    if job.parent_run_id:
+        tags["mlflow.parentRunId"] = job.parent_run_id
+    run = client.create_run(experiment_id, run_name=name, tags=tags)
+    client.set_terminated(run.info.run_id, "FAILED")
 
 
 def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,
-                   output_dir: str | os.PathLike | None = None) -> pd.DataFrame:
+                   output_dir: str | os.PathLike | None = None, job: JobInfo | None = None) -> pd.DataFrame | None:
     """Run every trial of ``cfg`` and track them as one MLflow run; return the summary table.
 
-    A failing trial is logged as failed and the others go on; if all fail, the run is marked
-    FAILED and :class:`AllTrialsFailed` is raised. Errors before the trials (bad data, bad
-    config) also mark the run FAILED, keeping what was already logged.
+    Config, data and store are checked first (:class:`ConfigError`, no run opened, except that
+    a sweep job records its failure). With ``resume=true`` a job whose config hash already has
+    a FINISHED run is skipped (returns None), and an interrupted one is reopened and runs only
+    the trials it had not finished. A failing trial is logged as failed and the others go on;
+    if all fail (or any, with ``strict=true``) the run is FAILED and :class:`AllTrialsFailed`
+    is raised. SIGTERM/SIGINT end the run KILLED with its finished trials saved.
     """
-    parallelism = resolve_parallelism(cfg.n_jobs, in_parallel_launcher)
+    job = job or JobInfo()
     experiment_id = setup_from_config(cfg.tracking)
-    selector = cfg.get("selector", {}).get("name", "none")
-    run_name = f"{cfg.method.name}-{cfg.dataset.name}" + (f"-{selector}" if selector != "none" else "")
+    name = run_name(cfg, job)
+    try:
+        plan = prepare(cfg, in_parallel_launcher)
+    except ConfigError as exc:
+        if job.sweep_id:
+            _record_config_error(experiment_id, name, job, exc)
+        raise
+    chash = config_hash(cfg)
+    previous = find_previous(experiment_id, chash) if cfg.get("resume", False) else None
+    if previous is not None and previous.info.status == "FINISHED":
+        log.info("%s: skipped, run %s (%s) is FINISHED with the same resolved config (config_hash %s, "
+                 "the config without %s)", name, previous.info.run_name, previous.info.run_id, chash,
+                 "progress, n_jobs, graph_cache, tracking, resume, strict, report")
+        return None
+    done = finished_trials(previous.info.run_id) if previous is not None else pd.DataFrame()
+    with interrupts_raise(), _artifact_dir(output_dir) as out:
+        return _tracked(cfg, plan, name, job, experiment_id, chash, previous, done, out)
+
+
+def _tracked(cfg, plan: Plan, name: str, job: JobInfo, experiment_id: str, chash: str, previous,
+             done: pd.DataFrame, out: Path) -> pd.DataFrame:
     spent = {"logging": 0.0, "trials": 0.0}  # tracking overhead, reported by `make bench`
-    with mlflow.start_run(experiment_id=experiment_id, run_name=run_name) as run:
+    data, parallelism = plan.data, plan.parallelism
+    started = (dict(run_id=previous.info.run_id) if previous is not None
+               else dict(experiment_id=experiment_id, run_name=name, parent_run_id=job.parent_run_id))
+    with mlflow.start_run(**started) as run:
         run_id = run.info.run_id
+        checkpoint = Checkpoint(run_id, out, float(cfg.tracking.get("checkpoint_seconds", 30)), done)
         try:
             with _timed(spent, "logging"):
-                log_batch(run_id, params=config_params(cfg),
-                          tags={**provenance_tags(), "method": cfg.method.name, "dataset": cfg.dataset.name,
-                                "selector": selector,
-                                "n_jobs": parallelism.n_jobs, "blas_threads": parallelism.blas_threads})
-            data = load_from_config(cfg.dataset)
-            with _timed(spent, "logging"):
-                log_batch(run_id, tags={"dataset_sha256": data.sha256, "dataset_source": data.source,
-                                        "dataset_shape": f"{data.n_samples}x{data.n_features}x"
-                                                         f"{getattr(data, 'n_labels', data.Y.shape[1])}"})
-            protocol = {k: v for k, v in cfg.protocol.items() if k != "normalise"}
-            estimator = make_estimator(cfg.method, cfg.get("selector"), cfg.protocol.get("normalise", False))
-            if isinstance(data, DualSetDataset) and not isinstance(estimator, DualSetEstimator):
-                estimator = DualSetFromMultiLabel(estimator)  # one-hot sets, best label within each
-            trials = call(protocol, n_samples=data.n_samples, seed=cfg.seed)
-            metrics = task_metrics(data)
+                tags = {**provenance_tags(), **job.tags(), "method": cfg.method.name,
+                        "dataset": cfg.dataset.name, "selector": cfg.get("selector", {}).get("name", "none"),
+                        "config_hash": chash, "n_jobs": parallelism.n_jobs,
+                        "blas_threads": parallelism.blas_threads, "dataset_sha256": data.sha256,
+                        "dataset_source": data.source, "dataset_shape": f"{data.n_samples}x{data.n_features}x"
+                                                                        f"{getattr(data, 'n_labels', data.Y.shape[1])}"}
+                if previous is not None:
+                    tags["resumed_trials"] = str(len(done))
+                    log.info("%s: resuming run %s, %d of %d trials already done", name, run_id, len(done),
+                             len(plan.trials))
+                log_batch(run_id, params=None if previous is not None else config_params(cfg), tags=tags)
             with _timed(spent, "trials"):
-                table = run_trials(estimator, data.X, data.Y, trials, metrics, parallelism,
-                                   progress=cfg.get("progress", True), description=run_name)
-        except Exception as exc:
+                table = run_trials(plan.estimator, data.X, data.Y, plan.trials, plan.metrics, parallelism,
+                                   progress=cfg.get("progress", True), description=name,
+                                   evaluation=plan.evaluation, done=done, on_row=checkpoint.add)
+        except Interrupted as exc:
+            stop_workers()
+            checkpoint.flush()
+            mlflow.set_tag("interrupted", signal_name(exc.signum))
+            mlflow.end_run("KILLED")
+            log.warning("%s: %s; run %s KILLED with %d finished trials saved (resume with resume=true)",
+                        name, exc, run_id, len(checkpoint.rows))
+            raise
+        except BaseException as exc:
+            stop_workers()
+            checkpoint.flush()
             mlflow.set_tag("error", f"{type(exc).__name__}: {exc}"[:5000])
             raise
-        for metric in metrics:  # a metric column exists even if every trial failed
-            table[metric] = table.get(metric, float("nan"))
-        summary = summarise(table, metrics)
-        failed = table[table.status != "ok"]
-        with _timed(spent, "logging"), _artifact_dir(output_dir) as out:
-            log_batch(run_id, metrics=_metric_rows(summary, table, metrics),
-                      tags={"trials_failed": f"{len(failed)} of {len(table)}"})
-            _log_artifacts(out, cfg, table, summary, title=f"{cfg.method.name} on {data.name}")
-        log_batch(run_id, metrics=[(f"{k}_seconds", v, 0) for k, v in spent.items()])
-        print(f"\n{run_name}: {len(trials)} trials, MLflow run {run_id}\n{format_summary(summary, shown_metrics(metrics))}")
-        if len(failed):
-            log.warning("%d of %d trials failed (see trials.csv); first error: %s", len(failed),
-                        len(table), failed.error.iloc[0])
-        if len(failed) == len(table):
-            mlflow.set_tag("error", failed.error.iloc[0][:5000])
-            raise AllTrialsFailed(f"all {len(table)} trials failed; first error: {failed.error.iloc[0]}")
-    return summary
+        _finish(cfg, plan, table, name, job, run_id, out, spent)
+    return summarise(table, plan.metrics)
+
+
+def signal_name(signum: int) -> str:
+    import signal
+
+    return signal.Signals(signum).name
+
+
+def _finish(cfg, plan: Plan, table: pd.DataFrame, name: str, job: JobInfo, run_id: str, out: Path,
+            spent: dict) -> None:
+    """Log the run's metrics, tables and figures, say what is degenerate, and fail the run when
+    every trial failed, or any with ``strict=true``."""
+    metrics = plan.metrics
+    for metric in metrics:  # a metric column exists even if every trial failed
+        table[metric] = table.get(metric, float("nan"))
+    summary = summarise(table, metrics)
+    failed = table[table.status != "ok"]
+    notes = _edge_case_notes(table, metrics, cfg)
+    with _timed(spent, "logging"):
+        log_batch(run_id, metrics=_metric_rows(summary, table, metrics),
+                  tags={"trials_failed": f"{len(failed)} of {len(table)}", **({"notes": " ".join(notes)[:5000]}
+                                                                              if notes else {})})
+        _log_artifacts(out, cfg, table, summary, title=f"{cfg.method.name} on {plan.data.name}")
+    log_batch(run_id, metrics=[(f"{k}_seconds", v, 0) for k, v in spent.items()])
+    overrides = f"overrides: {' '.join(job.overrides)}\n" if job.overrides else ""
+    log.info("\n%s: %d trials, MLflow run %s\n%s%s", name, len(table), run_id, overrides,
+             format_summary(summary, shown_metrics(metrics)))
+    for note in notes:
+        log.warning("%s", note)
+    if len(failed):
+        log.warning("%d of %d trials failed (see trials.csv); first error: %s", len(failed),
+                    len(table), failed.error.iloc[0])
+    if len(failed) == len(table) or (len(failed) and cfg.get("strict", False)):
+        mlflow.set_tag("error", failed.error.iloc[0][:5000])
+        which = "all" if len(failed) == len(table) else f"{len(failed)} of"
+        raise AllTrialsFailed(f"{name}: {which} {len(table)} trials failed (run {run_id} is FAILED); "
+                              f"first error: {failed.error.iloc[0]}")
+
+
+def _edge_case_notes(table: pd.DataFrame, metrics: list[str], cfg) -> list[str]:
+    """Warnings, once per run, for what the numbers hide: labels with one class in a test part,
+    undefined ranking metrics, failed trials left out of the averages."""
+    ok = table[table.status == "ok"]
+    notes = []
+    if "n_degenerate_labels" in ok and ok.n_degenerate_labels.gt(0).any():
+        hit = ok.n_degenerate_labels.gt(0)
+        zero_division = (cfg.get("metrics") or {}).get("zero_division", "warn")
+        notes.append(f"{int(hit.sum())} of {len(ok)} trials have labels with no positive or no negative "
+                     f"test instance (up to {int(ok.n_degenerate_labels.max())} labels): their F1 terms are "
+                     f"undefined and count as metrics.zero_division={zero_division} "
+                     f"({'0' if zero_division == 'warn' else zero_division}); macro_auc leaves them out.")
+    for metric in metrics:
+        undefined = ok[metric].isna() if metric in ok else pd.Series(dtype=bool)
+        if undefined.any():
+            notes.append(f"{metric} is undefined (NaN) in {int(undefined.sum())} of {len(ok)} trials: their "
+                         "test parts have no row it can score (e.g. every row with no relevant label, or a "
+                         "label with a single class).")
+    if len(ok) < len(table) and len(ok):
+        notes.append(f"*_overall metrics cover the {len(ok)} successful trials only and are logged as "
+                     f"*_overall_ok_only; {len(table) - len(ok)} trials failed.")
+    return notes

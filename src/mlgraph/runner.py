@@ -7,14 +7,19 @@ points join the graph as unlabelled nodes: they are fitted once on training plus
 every test row −1, and their scores on the test rows (``label_scores_``, ``transduction_``) are
 evaluated. Test labels are never seen, and every transductive method follows this one rule. Trials run in joblib workers with BLAS threads capped
 so that ``n_jobs × blas_threads`` never exceeds the cores given; a trial that raises is kept
-as a row with ``status="failed"`` and its error, while the others finish.
+as a row with ``status="failed"`` and its error, while the others finish. Each finished row is
+handed to ``on_row`` as it completes (the job checkpoints them to MLflow), and trials already
+done in an interrupted run can be passed back in and are not run again.
 """
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
+import warnings
 from dataclasses import dataclass
+from typing import Callable
 
 import joblib
 import numpy as np
@@ -27,6 +32,7 @@ from tqdm.auto import tqdm
 
 from mlgraph.metrics import DUAL_SET_METRICS, METRICS, evaluate, evaluate_dual_set
 from mlgraph.protocols import Trial, rate_step
+from mlgraph.signals import die_with_parent
 
 
 @dataclass(frozen=True)
@@ -37,16 +43,24 @@ class Parallelism:
     blas_threads: int
 
 
+def available_cores() -> int:
+    """The CPUs this job may use: SLURM's allocation (``SLURM_CPUS_PER_TASK``, which its
+    ``task/none`` plugin does not enforce by affinity), else joblib's count (affinity, cgroups)."""
+    slurm = os.environ.get("SLURM_CPUS_PER_TASK", "")
+    return int(slurm) if slurm.isdigit() and int(slurm) > 0 else joblib.cpu_count()
+
+
 def resolve_parallelism(n_jobs: int | str, in_parallel_launcher: bool,
-                        cores: int | None = None) -> Parallelism:
-    """``n_jobs="auto"`` uses every core for trials, or one process with one BLAS thread inside
-    a parallel Hydra launcher (whose jobs already occupy the cores)."""
-    cores = cores or joblib.cpu_count()  # respects affinity and cgroup quotas
+                        cores: int | None = None, n_trials: int | None = None) -> Parallelism:
+    """``n_jobs="auto"`` uses every core: one trial process per core, or, with fewer pending
+    trials than cores, one process per trial and the spare cores as BLAS threads (one large
+    trial gets them all). Inside a parallel Hydra launcher, whose jobs already occupy the
+    cores, one process with one BLAS thread."""
+    cores = cores or available_cores()
     if n_jobs == "auto":
-        n_jobs = 1 if in_parallel_launcher else cores
-    n_jobs = int(n_jobs)
-    if n_jobs < 1:
-        raise ValueError(f"n_jobs={n_jobs} must be a positive integer or 'auto'")
+        n_jobs = 1 if in_parallel_launcher else min(cores, n_trials or cores)
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
+        raise ValueError(f"n_jobs={n_jobs!r} must be a positive integer or 'auto'")
     threads = 1 if in_parallel_launcher else max(1, cores // n_jobs)
     return Parallelism(n_jobs, threads)
 
@@ -74,12 +88,15 @@ def _transduce(model, X, Y, trial: Trial):
     return model.label_scores_[n_train:], model.transduction_[n_train:], fit_seconds, 0.0
 
 
-def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int) -> dict:
+def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int, evaluation: dict) -> dict:
+    die_with_parent()  # a worker whose job is killed, even by SIGKILL, goes with it
     row = {"rate": trial.rate, "step": trial.step, "repetition": trial.repetition,
            "n_train": len(trial.train), "n_labelled": int(trial.labelled.sum()),
            "n_test": len(trial.test), "status": "ok", "error": ""}
     try:
-        with threadpool_limits(limits=blas_threads):
+        # undefined F1 terms are counted per trial (n_degenerate_labels) and warned once per run
+        with threadpool_limits(limits=blas_threads), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", module="mlgraph.metrics")
             model = clone(estimator)
             if getattr(model, "transductive", False):
                 scores, Y_pred, row["fit_seconds"], row["predict_seconds"] = _transduce(model, X, Y, trial)
@@ -92,7 +109,7 @@ def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int) -> dict:
                 scores = model.decision_function(X_test) if _needs_scores(metrics) else None
                 Y_pred = model.predict(X_test)
                 row["predict_seconds"] = time.perf_counter() - start
-            row.update(evaluate(Y[trial.test], scores, Y_pred, metrics))
+            row.update(evaluate(Y[trial.test], scores, Y_pred, metrics, **evaluation))
             if hasattr(model, "staged_predict") and set(metrics or ()) <= set(DUAL_SET_METRICS):
                 row.update(_staged_accuracies(model, X_test, Y[trial.test]))
     except Exception as exc:  # a failed trial is data, not a crash of the job
@@ -103,15 +120,29 @@ def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int) -> dict:
 
 def run_trials(estimator, X, Y, trials: list[Trial], metrics=None,
                parallelism: Parallelism = Parallelism(1, 1), progress: bool = True,
-               description: str = "trials") -> pd.DataFrame:
-    """Run every trial; return one row per trial, sorted by (rate, repetition)."""
+               description: str = "trials", evaluation: dict | None = None,
+               done: pd.DataFrame | None = None,
+               on_row: Callable[[dict], None] | None = None) -> pd.DataFrame:
+    """Run every trial not already in ``done`` (rows of an interrupted run, matched by
+    (rate, repetition)); return one row per trial, sorted by (rate, repetition). ``evaluation``
+    holds the keyword options of :func:`mlgraph.metrics.evaluate`."""
     if sp.issparse(X):
         X = X.tocsr()
-    jobs = (delayed(_run_one)(estimator, X, Y, t, metrics, parallelism.blas_threads) for t in trials)
-    results = Parallel(n_jobs=parallelism.n_jobs, return_as="generator_unordered")(jobs)
-    rows = list(tqdm(results, total=len(trials), desc=description, disable=not progress,
-                     mininterval=1.0, dynamic_ncols=True))
-    return pd.DataFrame(rows).sort_values(["rate", "repetition"], ignore_index=True)
+    done = done if done is not None and len(done) else pd.DataFrame(columns=["rate", "repetition"])
+    finished = set(zip(done["rate"].astype(float).round(10), done["repetition"].astype(int)))
+    pending = [t for t in trials if (round(t.rate, 10), t.repetition) not in finished]
+    jobs = (delayed(_run_one)(estimator, X, Y, t, metrics, parallelism.blas_threads, evaluation or {})
+            for t in pending)
+    results = Parallel(n_jobs=min(parallelism.n_jobs, max(1, len(pending))),
+                       return_as="generator_unordered")(jobs)
+    rows = []
+    for row in tqdm(results, total=len(pending), desc=description, disable=not progress,
+                    mininterval=1.0, dynamic_ncols=True):
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+    table = pd.concat([done, pd.DataFrame(rows)], ignore_index=True) if len(done) else pd.DataFrame(rows)
+    return table.sort_values(["rate", "repetition"], ignore_index=True)
 
 
 def summarise(table: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:

@@ -2,23 +2,32 @@
 
 The store is any MLflow tracking URI: by default SQLite at an absolute ``outputs/mlflow.db``
 (MLflow 3 rejects the old file store), or an ``mlflow server`` backed by PostgreSQL for a team
-(``tracking=server``). The experiment, and with it the database schema, is created before
-parallel jobs start (:class:`TrackingSetupCallback`), because concurrent first use of a fresh
-SQLite database fails.
+(``tracking=server``). Concurrent first use of a fresh SQLite database corrupts it (two Alembic
+migrations at once), so creating or opening a store happens under an inter-process lock file
+beside the database (:func:`store_lock`), in every process, on every machine that shares it; a
+server is checked to answer before anything runs (:func:`check_reachable`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
+import hashlib
 import importlib.metadata
+import json
+import math
 import platform
+import re
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import mlflow
-from hydra.experimental.callback import Callback
+from hydra.errors import CompactHydraException
 from mlflow.entities import Metric, Param, RunTag
 from omegaconf import DictConfig, OmegaConf
 
@@ -32,42 +41,92 @@ PACKAGES = ("mlgraph", "numpy", "scipy", "scikit-learn", "joblib", "hydra-core",
             "mlflow", "threadpoolctl", "pandas", "matplotlib")
 
 
-def _prepare_sqlite(uri: str) -> None:
-    """Create the parent folder of a SQLite store; MLflow does not."""
-    if uri.startswith("sqlite:///"):
-        Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+class TrackingUnavailable(CompactHydraException):
+    """The tracking store cannot be reached or opened; raised before any trial runs."""
+
+
+def redact(uri: str) -> str:
+    """``uri`` with any password replaced by ``***`` (messages and tags must not carry it)."""
+    return re.sub(r"(//[^:/@]+):[^@/]*@", r"\1:***@", uri)
+
+
+@contextlib.contextmanager
+def store_lock(uri: str):
+    """Hold an exclusive lock file beside a SQLite store (``mlflow.db.lock``) while it is
+    created, migrated or first opened; other stores need none. ``flock`` serialises processes
+    on one machine and, over NFS, across machines."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    db = Path(uri[len("sqlite:///"):])
+    db.parent.mkdir(parents=True, exist_ok=True)  # MLflow does not create it
+    with open(db.with_name(db.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def check_reachable(uri: str, wait_seconds: float = 10.0) -> None:
+    """Fail fast, naming the URI, when an HTTP tracking server does not answer its health
+    check within ``wait_seconds`` (MLflow's own client would retry for minutes per request)."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=5) as answer:
+                if answer.status == 200:
+                    return
+                reason = f"HTTP {answer.status}"
+        except urllib.error.HTTPError as exc:
+            reason = f"HTTP {exc.code}"
+        except (OSError, ValueError) as exc:
+            reason = str(getattr(exc, "reason", exc))
+        if time.monotonic() >= deadline:
+            raise TrackingUnavailable(
+                f"MLflow tracking server {redact(uri)} does not answer ({reason}); nothing was run. "
+                "Start it (`make server-up` starts one on PostgreSQL) or point tracking.uri (or "
+                "MLFLOW_TRACKING_URI) at a running server.")
+        time.sleep(1.0)
 
 
 def setup_experiment(uri: str, experiment: str, artifact_location: str | None = None) -> str:
     """Point MLflow at ``uri`` and make sure ``experiment`` exists; return its id.
 
-    A race with another process creating the same experiment is resolved by reading it back.
+    Safe for any number of processes starting at once: SQLite stores are opened under
+    :func:`store_lock`, and a race with another process creating the same experiment on a
+    server is resolved by reading it back.
     """
-    _prepare_sqlite(uri)
+    check_reachable(uri)
     mlflow.set_tracking_uri(uri)
-    client = mlflow.MlflowClient(uri)
-    found = client.get_experiment_by_name(experiment)
-    if found is not None:
-        return found.experiment_id
     try:
-        return client.create_experiment(experiment, artifact_location=artifact_location)
-    except mlflow.exceptions.MlflowException:
-        found = client.get_experiment_by_name(experiment)
-        if found is None:
-            raise
-        return found.experiment_id
+        with store_lock(uri):
+            client = mlflow.MlflowClient(uri)
+            found = client.get_experiment_by_name(experiment)
+            if found is not None:
+                return found.experiment_id
+            try:
+                return client.create_experiment(experiment, artifact_location=artifact_location)
+            except mlflow.exceptions.MlflowException:
+                found = client.get_experiment_by_name(experiment)
+                if found is None:
+                    raise
+                return found.experiment_id
+    except TrackingUnavailable:
+        raise
+    except Exception as exc:  # the driver's and SQLAlchemy's errors, in one paragraph
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TrackingUnavailable(
+            f"cannot open the MLflow store {redact(uri)} (tracking.uri): {type(exc).__name__}: "
+            f"{redact(first)}; nothing was run. A postgresql:// store needs the team extra "
+            "(pip install 'mlgraph[server]') and a running database.") from exc
 
 
 def setup_from_config(tracking: DictConfig) -> str:
     """:func:`setup_experiment` from the ``tracking`` config group."""
     return setup_experiment(tracking.uri, tracking.experiment, tracking.get("artifact_location"))
-
-
-class TrackingSetupCallback(Callback):
-    """Hydra callback creating the store and experiment once, before any job starts."""
-
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        setup_from_config(config.tracking)
 
 
 def flatten(mapping: Mapping, prefix: str = "") -> dict[str, Any]:
@@ -82,11 +141,41 @@ def flatten(mapping: Mapping, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def config_params(cfg: DictConfig) -> dict[str, str]:
-    """The resolved config, flattened, as MLflow params (values truncated to MLflow's limit)."""
+def canonical(value: Any) -> str:
+    """One text per value, so that a UI filter ``params.`method.nu1` = "1"`` matches whether the
+    config said 1, 1.0 or 1e0: integral floats lose their ``.0``, other floats take their
+    shortest round-trip form, sequences are rendered item by item."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(canonical(v) for v in value) + "]"
+    return "null" if value is None else str(value)
+
+
+def resolved_config(cfg: DictConfig) -> dict:
+    """The resolved config as plain containers, Hydra's own node left out."""
     resolved = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
     resolved.pop("hydra", None)
-    return {k: str(v)[:_MAX_PARAM_LEN] for k, v in flatten(resolved).items()}
+    return resolved
+
+
+def config_params(cfg: DictConfig) -> dict[str, str]:
+    """The resolved config, flattened, as MLflow params in :func:`canonical` form (values
+    truncated to MLflow's limit)."""
+    return {k: canonical(v)[:_MAX_PARAM_LEN] for k, v in flatten(resolved_config(cfg)).items()}
+
+
+# Keys that change how a job runs or where it is recorded, never its numbers.
+RESULT_NEUTRAL = ("progress", "n_jobs", "graph_cache", "tracking", "resume", "strict", "report")
+
+
+def config_hash(cfg: DictConfig) -> str:
+    """SHA-256 (16 hex digits) of the canonical resolved config without :data:`RESULT_NEUTRAL`
+    keys: two jobs with equal hashes compute the same numbers. Resuming matches runs by it."""
+    params = {k: v for k, v in config_params(cfg).items() if k.split(".")[0] not in RESULT_NEUTRAL}
+    return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @functools.cache
