@@ -330,6 +330,14 @@ def test_builtin_files_are_exact_copies():
 # --------------------------------------------------------------------------------------------
 # The Hydra configs read the same registry
 # --------------------------------------------------------------------------------------------
+def test_own_checksum_for_a_registered_file_still_finds_its_gzip_copy():
+    content = _content(BUILTIN_DIR / "emotions.arff.gz")
+    sha = hashlib.sha256(content).hexdigest()
+    assert load_dataset("emotions", "emotions.arff", sha256=sha).source == str(BUILTIN_DIR / "emotions.arff.gz")
+    with pytest.raises(ChecksumError, match="dataset.arff"):
+        load_dataset("emotions", "emotions.arff", sha256="0" * 64)
+
+
 def test_load_by_name_equals_the_hydra_config():
     cfg = _compose("dataset=emotions")
     assert set(cfg.dataset) >= {"arff", "xml", "sha256", "url", "verify"} and cfg.dataset.arff is None

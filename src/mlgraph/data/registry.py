@@ -151,7 +151,7 @@ def dataset_path(name: str, role: str = "arff", data_dir: str | Path | None = No
     if role not in files:
         raise KeyError(f"dataset {name!r} has no {role!r} file; it has: {', '.join(files)}")
     return _locate(files[role].path, files[role], None, None, None, [data_dir] if data_dir else [],
-                   verify, f"{role} of {name}")
+                   verify, f"the {role} file of {name}")
 
 
 def load_split(name: str, part: Literal["train", "test"], data_dir: str | Path | None = None,
@@ -276,8 +276,7 @@ def load_dataset(
         drop = entry.drop if drop is None else drop
     _check_url(url, sha256, verify)
     extra = [data_dir] if data_dir else []
-    known = _registered(entry, arff) if sha256 is None and size is None and url is None else None
-    arff_path = _locate(arff, known, sha256, size, url, extra, verify, "dataset.arff")
+    arff_path = _locate(arff, _registered(entry, arff), sha256, size, url, extra, verify, "dataset.arff")
     xml_path = _locate(xml, _registered(entry, xml), None, None, None, extra, verify, "dataset.xml") \
         if xml else None
     return load_mulan(arff_path, xml_path, n_labels, label_location, drop or (), name=name)
@@ -310,17 +309,19 @@ def _check_url(url: str | None, sha256: str | None, verify: bool) -> None:
 
 def _locate(filename: str | Path, known: RegisteredFile | None, sha256: str | None,
             size: int | None, url: str | None, extra_dirs: list, verify: bool, key: str) -> Path:
-    """A verified local copy of ``filename``: found (a registered file also as .gz), else
-    downloaded from the registry's URL or ``url``."""
-    accepted = known.accepted if known else ((sha256, size),) if (sha256 or size) else ()
-    url = known.url if known else url
+    """A verified local copy of ``filename``: found (a registered file also under its registry
+    path and as .gz), else downloaded. The registry's checksums and URL apply unless the caller
+    gives its own ``sha256``, ``size`` or ``url``."""
+    own = sha256 is not None or size is not None or url is not None
+    accepted = ((sha256, size),) if (sha256 or size) else () if own or not known else known.accepted
+    url = url if own or not known else known.url
     alternatives = [known.path, known.path + ".gz"] if known else []
     try:
         path = find_file(filename, extra_dirs, alternatives)
     except DatasetNotFoundError:
         if url is None:
             raise
-        dest = known.cache_path() if known else cache_dir() / Path(filename).name
+        dest = known.cache_path() if known and url == known.url else cache_dir() / Path(filename).name
         return _download(url, dest, accepted, key)
     if verify and accepted:
         _verify(path, accepted, key)
