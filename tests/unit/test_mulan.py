@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
+import re
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 import scipy.sparse as sp
 from shared_data import DATASETS, needs_datasets
 
-from mlgraph.data import MultiLabelDataset, load_mulan, read_arff, read_label_names
+from mlgraph.data import ArffError, MultiLabelDataset, load_mulan, read_arff, read_label_names
 
 NS = "http://mulan.sourceforge.net/labels"
 
@@ -114,9 +115,9 @@ def test_labels_missing_from_the_arff_name_both_files(toy):
 @pytest.mark.parametrize(
     "declaration, values, match",
     [
-        ("{0,1}", ("1", "?"), "label 'L' is missing"),
-        ("{a,b}", ("a", "b"), r"declares \{a,b\}"),
-        ("numeric", ("1", "2"), "value 2 at row 1"),
+        ("{0,1}", ("1", "?"), r"line 6, column 2: label 'L' is missing"),
+        ("{a,b}", ("a", "b"), "label 'L' declares values other than 0 and 1"),
+        ("numeric", ("1", "2"), "line 6, column 2: label 'L' has a value other than 0 or 1"),
         ("string", ("x", "y"), "string attribute"),
     ],
 )
@@ -155,7 +156,7 @@ MISSING = (
 
 def test_missing_feature_value_is_an_error_naming_attribute_and_row(tmp_path):
     arff = write(tmp_path / "m.arff", MISSING)
-    with pytest.raises(ValueError, match=rf"{arff}: missing .* feature 'y' at row 1 \(0-based\)"):
+    with pytest.raises(ArffError, match=rf"^{arff}, line 7, column 2: missing value \(\?\) of feature 'y'"):
         load_mulan(arff, n_labels=1)
 
 
@@ -168,7 +169,7 @@ def test_missing_feature_values_mean_imputed(tmp_path):
 def test_missing_sparse_values_mean_imputed_counting_zeros(tmp_path):
     text = "@relation m\n@attribute x numeric\n@attribute L {0,1}\n@data\n{0 6}\n{0 ?}\n{1 1}\n"
     arff = write(tmp_path / "m.arff", text)
-    with pytest.raises(ValueError, match="feature 'x' at row 1"):
+    with pytest.raises(ArffError, match="line 6, column 1: missing value .* feature 'x'"):
         load_mulan(arff, n_labels=1)
     np.testing.assert_array_equal(
         load_mulan(arff, n_labels=1, missing="mean").X.toarray(), [[6], [3], [0]]
@@ -180,7 +181,7 @@ def test_infinite_feature_value_is_always_an_error(tmp_path):
         tmp_path / "i.arff",
         "@relation i\n@attribute x numeric\n@attribute L {0,1}\n@data\n1,0\ninf,1\n",
     )
-    with pytest.raises(ValueError, match="infinite value of feature 'x' at row 1"):
+    with pytest.raises(ArffError, match="line 6, column 1: infinite value of feature 'x'"):
         load_mulan(arff, n_labels=1, missing="mean")
 
 
@@ -277,3 +278,138 @@ def test_genbase_features_are_yes_no_codes():
     assert set(np.unique(ds.X)) == {0.0, 1.0}  # YES=0, NO=1 (index in the declared list)
     text = gzip.decompress((DATASETS / "genbase.arff.gz").read_bytes()).decode()
     assert "@attribute PS00010 {YES, NO}" in text
+
+
+# --------------------------------------------------------------------------------------------
+# MEKA headers: the label count in the relation name
+# --------------------------------------------------------------------------------------------
+CORPUS = Path(__file__).parent / "arff_corpus"
+
+
+def test_meka_header_gives_the_first_labels():
+    ds = load_mulan(CORPUS / "meka_first.arff")
+    assert ds.label_names == ("A", "B") and ds.feature_names == ("x", "y")
+    np.testing.assert_array_equal(ds.Y, [[1, 0], [0, 1], [1, 1]])
+    np.testing.assert_array_equal(ds.X, [[0.5, 1], [1.5, 2], [2.5, 3]])
+
+
+def binary(relation: str) -> str:
+    """Four {0,1} attributes A, B, C, D and one row, under the given relation name."""
+    return f"@relation {relation}\n" + "".join(f"@attribute {a} {{0,1}}\n" for a in "ABCD") + "@data\n1,0,1,1\n"
+
+
+@pytest.mark.parametrize(
+    "relation, labels",
+    [
+        ("'T: -C -2'", ("C", "D")),  # negative: the last two
+        ("'T: -C 1 -split-number 4'", ("A",)),
+        # Reorder moved MEKA's first two attributes (the labels) behind the other two;
+        # an instance filter changes nothing
+        (
+            "'T: -C 2-weka.filters.unsupervised.attribute.Reorder-R3-last,first-2"
+            "-weka.filters.unsupervised.instance.SparseToNonSparse'",
+            ("C", "D"),
+        ),
+        # reversed: MEKA's first label is now the last attribute; labels keep MEKA's order
+        ("'T: -C 2-weka.filters.unsupervised.attribute.Reorder-Rlast-first'", ("D", "C")),
+    ],
+)
+def test_meka_header_count_and_filters(tmp_path, relation, labels):
+    ds = load_mulan(write(tmp_path / "t.arff", binary(relation)))
+    assert ds.label_names == labels
+    assert set(ds.feature_names) == set("ABCD") - set(labels)
+
+
+@pytest.mark.parametrize(
+    "relation, match",
+    [
+        ("'T: -C 4'", "-C 4, the file has 4 attributes"),
+        ("'T: -C 2-weka.filters.unsupervised.attribute.Remove-R1'", "attribute filter"),
+        ("'T: -C 2-weka.filters.unsupervised.attribute.Reorder-R1,2'", "drops or repeats"),
+        ("'T: -C 2-weka.filters.unsupervised.attribute.Reorder-R1-zz'", "not understood"),
+        ("'no options'", "give the MULAN XML file or n_labels"),
+    ],
+)
+def test_meka_header_errors(tmp_path, relation, match):
+    text = (CORPUS / "meka_first.arff").read_text()
+    arff = write(tmp_path / "t.arff", text.replace("'TOY-F: -C 2 -split-number 3'", relation))
+    with pytest.raises(ArffError, match=match) as info:
+        load_mulan(arff)
+    assert str(info.value).startswith(str(arff)) and "zz" not in str(info.value)
+
+
+def test_explicit_n_labels_wins_over_the_meka_header(tmp_path):
+    ds = load_mulan(write(tmp_path / "t.arff", binary("'T: -C 2'")), n_labels=1)
+    assert ds.label_names == ("D",)
+
+
+@needs_datasets
+@pytest.mark.parametrize("name", ["slashdot", "langlog"])
+def test_meka_header_of_real_files_agrees_with_the_xml(name):
+    """slashdot: '-C 22' (first 22); langlog: '-C 75' then Reorder-R76-last,first-75 (last 75)."""
+    arff = DATASETS / f"{name}.arff.gz"
+    by_header = load_mulan(arff)
+    by_xml = load_mulan(arff, DATASETS / f"{name}.xml")
+    assert sorted(by_header.label_names) == sorted(by_xml.label_names)
+    order = [by_header.label_names.index(label) for label in by_xml.label_names]
+    np.testing.assert_array_equal(by_header.Y[:, order], by_xml.Y)
+    assert by_header.feature_names == by_xml.feature_names
+
+
+# --------------------------------------------------------------------------------------------
+# Missing values, empty files, unreadable paths
+# --------------------------------------------------------------------------------------------
+def test_missing_zero_policy_dense_and_sparse(tmp_path):
+    dense = load_mulan(write(tmp_path / "m.arff", MISSING), n_labels=1, missing="zero")
+    np.testing.assert_array_equal(dense.X, [[1, 2], [3, 0], [0, 8]])
+    text = "@relation m\n@attribute x numeric\n@attribute L {0,1}\n@data\n{0 6}\n{0 ?}\n{1 1}\n"
+    sparse = load_mulan(write(tmp_path / "s.arff", text), n_labels=1, missing="zero")
+    np.testing.assert_array_equal(sparse.X.toarray(), [[6], [0], [0]])
+    assert sparse.X.nnz == 1
+    with pytest.raises(ValueError, match="missing='drop'"):
+        load_mulan(tmp_path / "s.arff", n_labels=1, missing="drop")
+
+
+def test_missing_one_hot_feature_names_its_attribute_column(tmp_path):
+    text = "@relation m\n@attribute c {a,b,c}\n@attribute L {0,1}\n@data\na,0\n\n% c\n?,1\n"
+    with pytest.raises(ArffError, match=r"line 8, column 1: missing value \(\?\) of feature 'c=a'"):
+        load_mulan(write(tmp_path / "m.arff", text), n_labels=1)
+
+
+def test_header_without_data_rows(tmp_path):
+    arff = write(tmp_path / "h.arff", "@relation h\n@attribute x numeric\n@attribute L {0,1}\n@data\n")
+    with pytest.raises(ArffError, match=rf"^{arff}: no data rows"):
+        load_mulan(arff, n_labels=1)
+
+
+def test_directories_and_bad_gzip_are_clear_errors(tmp_path, toy):
+    arff, xml = toy
+    with pytest.raises(ArffError, match=rf"^{tmp_path}: cannot read the file \(Is a directory\)"):
+        load_mulan(tmp_path, xml)
+    with pytest.raises(ArffError, match=rf"^{tmp_path}: cannot read the file \(Is a directory\)"):
+        load_mulan(arff, tmp_path, drop=["id"])
+    bad = tmp_path / "bad.arff.gz"
+    bad.write_bytes(gzip.compress(arff.read_bytes())[:-12])
+    with pytest.raises(ArffError, match=rf"^{bad}: corrupt gzip data"):
+        load_mulan(bad, xml)
+
+
+def test_xml_errors_name_line_and_column_not_content(tmp_path):
+    xml = write(tmp_path / "s.xml", "root:$6$zzsecret:19000:0:99999:7:::\n")
+    with pytest.raises(ArffError) as info:
+        read_label_names(xml)
+    assert re.match(rf"{xml}, line 1, column \d+: not a well-formed", str(info.value))
+    assert "zz" not in str(info.value)
+
+
+def test_issue_16_escaped_label_names_match_the_xml(tmp_path):
+    text = (
+        "@relation r\n@attribute x numeric\n@attribute TAG_m\\'usica {0,1}\n"
+        "@attribute TAG_dise\\~no {0,1}\n@data\n1,1,0\n2,0,1\n"
+    )
+    arff = write(tmp_path / "r.arff", text)
+    xml = write(tmp_path / "r.xml", f'<labels xmlns="{NS}"><label name="TAG_m\\\'usica"/>'
+                f'<label name="TAG_dise\\~no"/></labels>')
+    ds = load_mulan(arff, xml)
+    assert ds.label_names == ("TAG_m\\'usica", "TAG_dise\\~no")
+    np.testing.assert_array_equal(ds.Y, [[1, 0], [0, 1]])

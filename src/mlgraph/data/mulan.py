@@ -9,24 +9,43 @@ Feature encoding: numeric and date attributes as they are; nominal attributes wi
 two values as their 0-based code in the declared list (genbase ``{YES,NO}``: YES=0, NO=1);
 nominal attributes with more values as one-hot columns named ``attr=value`` -- dense files
 only, a sparse file with such an attribute must drop it.
+
+Without an XML file and without ``n_labels``, a MEKA header gives the labels: MEKA writes the
+label count into the relation name, ``@relation 'SLASHDOT-F: -C 22'``: the first 22 attributes
+are the labels (``-C -22``: the last 22). Weka appends every filter run on the file to that name
+(``...: -C 75-weka.filters.unsupervised.attribute.Reorder-R76-last,first-75``); instance filters
+leave the attributes alone, ``Reorder`` is followed, any other attribute filter is an error
+(the count would no longer say where the labels are).
+
+Missing feature values (``?``) are an error naming the file, line and attribute, or imputed on
+request (``missing="zero"`` or ``"mean"``); a missing label is always an error. Every problem is
+an :class:`~mlgraph.data.arff.ArffError` that names the file and never quotes its content.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import re
 import warnings
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from xml.parsers import expat
 
 import numpy as np
 import scipy.sparse as sp
 
-from mlgraph.data.arff import ArffData, Attribute, parse_arff
+from mlgraph.data.arff import ArffData, ArffError, Attribute, data_row_line, parse_arff, read_bytes, show
+
+MissingPolicy = Literal["error", "zero", "mean"]
+MISSING_POLICIES = ("error", "zero", "mean")
+# MEKA's label count in the relation name: `NAME: ... -C n ...` (n < 0: the last |n|).
+_MEKA_COUNT = re.compile(r"(?:^|\s)-C\s*(-?\d+)")
+_WEKA_FILTER = "-weka.filters."
 
 LABELS_NAMESPACE = "http://mulan.sourceforge.net/labels"
 _LABEL_TAGS = (f"{{{LABELS_NAMESPACE}}}label", "label")
@@ -69,26 +88,32 @@ class MultiLabelDataset:
 
 def read_label_names(xml_path: str | Path) -> list[str]:
     """Label names of a MULAN XML file, in document order (a label hierarchy is flattened)."""
+    source = str(xml_path)
     try:
-        root = ET.parse(xml_path).getroot()
+        root = ET.fromstring(read_bytes(xml_path))
     except ET.ParseError as exc:
-        raise ValueError(f"{xml_path}: not a well-formed MULAN label file ({exc})") from None
+        line, column = exc.position
+        raise ArffError(
+            f"not a well-formed MULAN label file ({expat.ErrorString(exc.code)})",
+            source=source,
+            line=line,
+            column=column + 1,
+        ) from None
     if root.tag not in _ROOT_TAGS:
-        raise ValueError(
-            f"{xml_path}: root element is <{root.tag}>, "
-            f'expected <labels xmlns="{LABELS_NAMESPACE}">'
+        raise ArffError(
+            f'the root element is not <labels xmlns="{LABELS_NAMESPACE}">', source=source
         )
     names = []
     for element in root.iter():
         if element.tag in _LABEL_TAGS:
             if "name" not in element.attrib:
-                raise ValueError(f"{xml_path}: a <label> element has no name attribute")
+                raise ArffError("a <label> element has no name attribute", source=source)
             names.append(element.attrib["name"])
     if not names:
-        raise ValueError(f"{xml_path}: no <label> elements")
+        raise ArffError("no <label> elements", source=source)
     repeated = [name for name, count in Counter(names).items() if count > 1]
     if repeated:
-        raise ValueError(f"{xml_path}: label(s) listed more than once: {repeated}")
+        raise ArffError(f"label(s) listed more than once: {_names(repeated)}", source=source)
     return names
 
 
@@ -99,37 +124,51 @@ def load_mulan(
     label_location: Literal["first", "last"] = "last",
     drop: Iterable[str] = (),
     name: str | None = None,
-    missing: Literal["error", "mean"] = "error",
+    missing: MissingPolicy = "error",
 ) -> MultiLabelDataset:
     """Load a MULAN dataset.
 
-    Labels are the attributes named in ``xml_path`` (XML order), or without XML the
-    ``n_labels`` attributes at ``label_location``. Label attributes must be nominal {0,1}
-    or numeric 0/1 and are converted by value. ``drop`` names attributes to leave out.
-    A missing feature value (``?``) is an error, or with ``missing="mean"`` replaced by the
-    mean of its feature over ALL rows (test rows included: use it for exploration only); an
-    infinite feature value is always an error.
+    Labels are the attributes named in ``xml_path`` (XML order); without XML the ``n_labels``
+    attributes at ``label_location``; without either, those of the MEKA header (``-C n`` in
+    the relation name, see the module docstring). Label attributes must be nominal {0,1} or
+    numeric 0/1 and are converted by value. ``drop`` names attributes to leave out.
+    ``missing``: a missing feature value (``?``) is an error (``"error"``), 0 (``"zero"``), or
+    the mean of its feature over ALL rows (``"mean"``, test rows included: use it for
+    exploration only); an infinite feature value is always an error.
     """
-    if missing not in ("error", "mean"):
-        raise ValueError(f"missing={missing!r}: expected 'error' or 'mean'")
+    _check_policy(missing)
     arff_path = Path(arff_path)
-    raw = arff_path.read_bytes()
-    parsed = parse_arff(raw, str(arff_path))
-    label_idx = _label_indices(parsed, arff_path, xml_path, n_labels, label_location)
+    source = str(arff_path)
+    raw = read_bytes(arff_path)
+    parsed = parse_arff(raw, source)
+    if parsed.data.shape[0] == 0:
+        raise ArffError("no data rows (the @data section is empty)", source=source)
+    label_idx = _label_indices(parsed, source, xml_path, n_labels, label_location)
     feature_idx = _feature_indices(
-        parsed, arff_path, label_idx, [drop] if isinstance(drop, str) else list(drop)
+        parsed, source, label_idx, [drop] if isinstance(drop, str) else list(drop)
     )
-    X, feature_names = _features(parsed, arff_path, feature_idx)
-    X = _check_finite(X, feature_names, arff_path, missing)
+
+    def locate(row: int, attribute: int) -> tuple[int | None, int]:
+        return data_row_line(raw, row, source), attribute + 1
+
+    X, feature_names, feature_attribute = _features(parsed, source, feature_idx)
+    X = check_missing(
+        X, feature_names, missing, source, lambda row, col: locate(row, feature_attribute[col])
+    )
     return MultiLabelDataset(
         name=name or _stem(arff_path),
         X=X,
-        Y=_labels(parsed, arff_path, label_idx),
+        Y=_labels(parsed, source, label_idx, locate),
         feature_names=tuple(feature_names),
         label_names=tuple(parsed.attributes[j].name for j in label_idx),
         sha256=hashlib.sha256(raw).hexdigest(),
-        source=str(arff_path),
+        source=source,
     )
+
+
+def _check_policy(missing: str) -> None:
+    if missing not in MISSING_POLICIES:
+        raise ValueError(f"missing={missing!r}: expected one of {', '.join(MISSING_POLICIES)}")
 
 
 def _stem(path: Path) -> str:
@@ -137,9 +176,14 @@ def _stem(path: Path) -> str:
     return path.name.removesuffix(".gz").removesuffix(".arff")
 
 
+def _names(names: list[str], limit: int = 20) -> str:
+    """A few names for a message."""
+    return ", ".join(show(n) for n in names[:limit]) + (" ..." if len(names) > limit else "")
+
+
 def _label_indices(
     parsed: ArffData,
-    arff_path: Path,
+    source: str,
     xml_path: str | Path | None,
     n_labels: int | None,
     label_location: str,
@@ -151,17 +195,25 @@ def _label_indices(
         position = {a.name: j for j, a in enumerate(parsed.attributes)}
         absent = [label for label in labels if label not in position]
         if absent:
-            raise ValueError(
-                f"{len(absent)} label(s) of {xml_path} are not attributes of {arff_path}: "
-                f"{absent[:20]}" + (" ..." if len(absent) > 20 else "")
+            raise ArffError(
+                f"{len(absent)} label(s) of {xml_path} are not attributes of this file: "
+                + _names(absent),
+                source=source,
             )
         if n_labels is not None and n_labels != len(labels):
             raise ValueError(f"n_labels={n_labels} but {xml_path} names {len(labels)} labels")
         return [position[label] for label in labels]
     if n_labels is None:
-        raise ValueError(f"{arff_path}: give the MULAN XML file or n_labels to identify the labels")
+        from_header = meka_label_indices(parsed.relation, n_attributes, source)
+        if from_header is None:
+            raise ArffError(
+                "give the MULAN XML file or n_labels to identify the labels (the relation "
+                "name has no MEKA '-C n' option)",
+                source=source,
+            )
+        return from_header
     if not 0 < n_labels < n_attributes:
-        raise ValueError(f"{arff_path}: n_labels={n_labels} must lie in 1..{n_attributes - 1}")
+        raise ArffError(f"n_labels={n_labels} must lie in 1..{n_attributes - 1}", source=source)
     if label_location == "first":
         return list(range(n_labels))
     if label_location == "last":
@@ -169,18 +221,82 @@ def _label_indices(
     raise ValueError(f"label_location={label_location!r}: expected 'first' or 'last'")
 
 
+def meka_label_indices(relation: str, n_attributes: int, source: str = "<string>") -> list[int] | None:
+    """Label attribute indices from a MEKA relation name ``'NAME: -C n ...'`` (None: no ``-C``).
+
+    ``n > 0``: the first n attributes, ``n < 0``: the last -n, as MEKA wrote the file; the
+    Weka filters appended to the name since then are followed: instance filters keep the
+    attributes, ``Reorder -R range`` permutes them, any other filter is an error.
+    """
+    _, colon, options = relation.partition(":")
+    match = _MEKA_COUNT.search(options) if colon else None
+    if match is None:
+        return None
+    count = int(match.group(1))
+    if not 0 < abs(count) < n_attributes:
+        raise ArffError(
+            f"the MEKA header gives -C {count}, the file has {n_attributes} attributes",
+            source=source,
+        )
+    labels = list(range(count)) if count > 0 else list(range(n_attributes + count, n_attributes))
+    order = list(range(n_attributes))  # position -> attribute as MEKA wrote the file
+    for applied in options[match.end() :].split(_WEKA_FILTER)[1:]:
+        name, _, opts = applied.partition("-")
+        if ".instance." in f".{name}":
+            continue
+        if name != "unsupervised.attribute.Reorder" or not opts.startswith("R"):
+            raise ArffError(
+                f"the MEKA header's -C {count} precedes the attribute filter "
+                f"{show('weka.filters.' + name)}, which may have moved the labels; "
+                "give the MULAN XML file or n_labels",
+                source=source,
+            )
+        order = _reorder(order, opts[1:], source)
+    where = {attribute: position for position, attribute in enumerate(order)}
+    return [where[label] for label in labels]
+
+
+def _reorder(order: list[int], spec: str, source: str) -> list[int]:
+    """Weka's Reorder: the new attributes are the old ones at the 1-based ``spec`` positions
+    (``76-last,first-75``; ``a-b`` with a > b runs backwards); all must be kept, once each."""
+    n = len(order)
+
+    def index(token: str) -> int:
+        value = {"first": 1, "last": n}.get(token.strip().lower())
+        if value is None and token.strip().isdigit():
+            value = int(token)
+        if value is None or not 1 <= value <= n:
+            raise ArffError("the MEKA header's Reorder range is not understood", source=source)
+        return value - 1
+
+    positions: list[int] = []
+    for part in spec.split(","):
+        ends = part.split("-")
+        if len(ends) > 2:
+            raise ArffError("the MEKA header's Reorder range is not understood", source=source)
+        lo, hi = index(ends[0]), index(ends[-1])
+        positions += range(lo, hi + 1) if hi >= lo else range(lo, hi - 1, -1)
+    if sorted(positions) != list(range(n)):
+        raise ArffError(
+            "the MEKA header's Reorder drops or repeats attributes; give the MULAN XML file "
+            "or n_labels",
+            source=source,
+        )
+    return [order[k] for k in positions]
+
+
 def _feature_indices(
-    parsed: ArffData, arff_path: Path, label_idx: list[int], drop: list[str]
+    parsed: ArffData, source: str, label_idx: list[int], drop: list[str]
 ) -> list[int]:
     """Attribute indices of the features: not labels, not dropped, not strings."""
     position = {a.name: j for j, a in enumerate(parsed.attributes)}
     unknown = [d for d in drop if d not in position]
     if unknown:
-        raise ValueError(f"{arff_path}: cannot drop {unknown}: no such attribute")
+        raise ArffError(f"cannot drop {_names(unknown)}: no such attribute", source=source)
     labels = set(label_idx)
     dropped_labels = [d for d in drop if position[d] in labels]
     if dropped_labels:
-        raise ValueError(f"{arff_path}: cannot drop label attribute(s) {dropped_labels}")
+        raise ArffError(f"cannot drop label attribute(s) {_names(dropped_labels)}", source=source)
     excluded = labels | {position[d] for d in drop}
     candidates = [j for j in range(len(parsed.attributes)) if j not in excluded]
     strings = [
@@ -188,12 +304,16 @@ def _feature_indices(
     ]
     if strings:
         warnings.warn(
-            f"{arff_path}: string attribute(s) {strings} are not features; dropped", stacklevel=3
+            f"{source}: string attribute(s) {_names(strings)} are not features; dropped",
+            stacklevel=3,
         )
     return [j for j in candidates if parsed.attributes[j].kind != "string"]
 
 
-def _labels(parsed: ArffData, arff_path: Path, label_idx: list[int]) -> np.ndarray:
+Locate = Callable[[int, int], tuple[int | None, int | None]]
+
+
+def _labels(parsed: ArffData, source: str, label_idx: list[int], locate: Locate) -> np.ndarray:
     """The n x q 0/1 label matrix; nominal labels are converted by value, not by code."""
     block = parsed.data[:, label_idx]
     block = block.toarray() if sp.issparse(block) else block
@@ -203,28 +323,35 @@ def _labels(parsed: ArffData, arff_path: Path, label_idx: list[int]) -> np.ndarr
         column = block[:, k]
         missing = np.flatnonzero(np.isnan(column))
         if len(missing):
-            raise ValueError(
-                f"{arff_path}: label {attribute.name!r} is missing (?) "
-                f"at row {missing[0]} (0-based)"
+            line, col = locate(int(missing[0]), j)
+            raise ArffError(
+                f"label {show(attribute.name)} is missing (?); labels must be 0 or 1",
+                source=source,
+                line=line,
+                column=col,
             )
         if attribute.kind == "nominal":
-            column = _binary_values(attribute, arff_path)[column.astype(np.int64)]
+            column = _binary_values(attribute, source)[column.astype(np.int64)]
         elif attribute.kind != "numeric":
-            raise ValueError(
-                f"{arff_path}: label {attribute.name!r} is a {attribute.kind} attribute; "
-                "labels must be nominal {0,1} or numeric 0/1"
+            raise ArffError(
+                f"label {show(attribute.name)} is a {attribute.kind} attribute; "
+                "labels must be nominal {0,1} or numeric 0/1",
+                source=source,
             )
         bad = np.flatnonzero((column != 0) & (column != 1))
         if len(bad):
-            raise ValueError(
-                f"{arff_path}: label {attribute.name!r} has value {column[bad[0]]:g} "
-                f"at row {bad[0]} (0-based); labels must be 0 or 1"
+            line, col = locate(int(bad[0]), j)
+            raise ArffError(
+                f"label {show(attribute.name)} has a value other than 0 or 1",
+                source=source,
+                line=line,
+                column=col,
             )
         Y[:, k] = column
     return Y
 
 
-def _binary_values(attribute: Attribute, arff_path: Path) -> np.ndarray:
+def _binary_values(attribute: Attribute, source: str) -> np.ndarray:
     """The numeric value (0 or 1) of each declared value of a nominal label."""
     try:
         values = np.array([float(v) for v in attribute.values])
@@ -232,16 +359,18 @@ def _binary_values(attribute: Attribute, arff_path: Path) -> np.ndarray:
         values = np.array([np.nan])
     if np.isin(values, (0.0, 1.0)).all():
         return values
-    raise ValueError(
-        f"{arff_path}: label {attribute.name!r} declares {{{','.join(attribute.values)}}}; "
-        "labels must be nominal {0,1} or numeric 0/1"
+    raise ArffError(
+        f"label {show(attribute.name)} declares values other than 0 and 1; "
+        "labels must be nominal {0,1} or numeric 0/1",
+        source=source,
     )
 
 
 def _features(
-    parsed: ArffData, arff_path: Path, feature_idx: list[int]
-) -> tuple[np.ndarray | sp.csr_matrix, list[str]]:
-    """The feature matrix and its column names, nominal attributes with >2 values one-hot."""
+    parsed: ArffData, source: str, feature_idx: list[int]
+) -> tuple[np.ndarray | sp.csr_matrix, list[str], list[int]]:
+    """The feature matrix, its column names and each column's attribute index; nominal
+    attributes with more than two values become one-hot columns."""
     attributes = parsed.attributes
 
     def is_one_hot(j: int) -> bool:
@@ -250,25 +379,28 @@ def _features(
     one_hot = [attributes[j].name for j in feature_idx if is_one_hot(j)]
     if parsed.sparse:
         if one_hot:
-            raise ValueError(
-                f"{arff_path}: nominal feature(s) {one_hot[:10]} have more than two values; "
-                "one-hot encoding is done for dense data only, so drop them (drop=[...])"
+            raise ArffError(
+                f"nominal feature(s) {_names(one_hot, 10)} have more than two values; "
+                "one-hot encoding is done for dense data only, so drop them (drop=[...])",
+                source=source,
             )
         X = sp.csr_matrix(parsed.data[:, feature_idx])
         X.sort_indices()
-        return X, [attributes[j].name for j in feature_idx]
-    blocks, names = [], []
+        return X, [attributes[j].name for j in feature_idx], list(feature_idx)
+    blocks, names, of = [], [], []
     for expand, group in itertools.groupby(feature_idx, key=is_one_hot):
         group = list(group)
         if not expand:
             blocks.append(parsed.data[:, group])
             names += [attributes[j].name for j in group]
+            of += group
             continue
         for j in group:
             blocks.append(_one_hot(parsed.data[:, j], len(attributes[j].values)))
             names += [f"{attributes[j].name}={value}" for value in attributes[j].values]
+            of += [j] * len(attributes[j].values)
     X = np.hstack(blocks) if blocks else np.empty((parsed.data.shape[0], 0))
-    return X, names
+    return X, names, of
 
 
 def _one_hot(codes: np.ndarray, n_values: int) -> np.ndarray:
@@ -280,20 +412,37 @@ def _one_hot(codes: np.ndarray, n_values: int) -> np.ndarray:
     return out
 
 
-def _check_finite(
-    X: np.ndarray | sp.csr_matrix, names: list[str], arff_path: Path, missing: str
+def check_missing(
+    X: np.ndarray | sp.csr_matrix,
+    names: list[str],
+    missing: MissingPolicy,
+    source: str,
+    locate: Locate,
 ) -> np.ndarray | sp.csr_matrix:
-    """Refuse infinite values, and NaN unless ``missing="mean"`` (then impute the feature mean)."""
+    """Apply the ``missing`` policy to the NaN of a feature matrix (in place): ``"error"``
+    refuses them, ``"zero"`` puts 0, ``"mean"`` the mean of the feature's observed values
+    (sparse zeros count). An infinite value is always refused. ``locate(row, column)`` gives
+    the (line, column) of a value in the file for the error."""
+    _check_policy(missing)
     values = X.data if sp.issparse(X) else X
     nan = np.isnan(values)
     fatal = np.isinf(values) | (nan if missing == "error" else False)
     if fatal.any():
         row, col = _first_position(X, fatal)
-        what = "missing (?)" if np.isnan(X[row, col]) else "infinite"
-        raise ValueError(f"{arff_path}: {what} value of feature {names[col]!r} at row {row} (0-based)")
+        if np.isnan(X[row, col]):
+            what = f"missing value (?) of feature {show(names[col])}; missing='zero' or 'mean' imputes"
+        else:
+            what = f"infinite value of feature {show(names[col])}"
+        line, column = locate(row, col)
+        raise ArffError(what, source=source, line=line, column=column)
     if not nan.any():
         return X
-    return _impute_mean(X, nan, names, arff_path)
+    if missing == "zero":
+        values[nan] = 0.0
+        if sp.issparse(X):
+            X.eliminate_zeros()
+        return X
+    return _impute_mean(X, nan, names, source)
 
 
 def _first_position(X: np.ndarray | sp.csr_matrix, mask: np.ndarray) -> tuple[int, int]:
@@ -307,7 +456,7 @@ def _first_position(X: np.ndarray | sp.csr_matrix, mask: np.ndarray) -> tuple[in
 
 
 def _impute_mean(
-    X: np.ndarray | sp.csr_matrix, nan: np.ndarray, names: list[str], arff_path: Path
+    X: np.ndarray | sp.csr_matrix, nan: np.ndarray, names: list[str], source: str
 ) -> np.ndarray | sp.csr_matrix:
     """Replace NaN by the mean of the observed values of its feature (sparse zeros count)."""
     if sp.issparse(X):
@@ -320,8 +469,8 @@ def _impute_mean(
         n_observed = X.shape[0] - nan.sum(axis=0)
     empty = np.flatnonzero(n_observed == 0)
     if len(empty):
-        raise ValueError(
-            f"{arff_path}: feature {names[empty[0]]!r} has no observed value to impute from"
+        raise ArffError(
+            f"feature {show(names[empty[0]])} has no observed value to impute from", source=source
         )
     values[nan] = (observed / n_observed)[cols]
     return X
