@@ -3,7 +3,9 @@
 Every selector is a scikit-learn transformer (``SelectorMixin, BaseEstimator``): ``fit(X, Y)``
 ranks the features on the training rows, ``transform`` keeps the best ones, ``get_support()``
 says which. ``X`` is dense or ``scipy.sparse`` (kept sparse wherever the algorithm allows),
-``Y`` an n x q 0/1 matrix (dense or sparse). Standardisation is *not* done here: the
+``Y`` an n x q 0/1 matrix (dense or sparse); a dense ``Y`` may hold unlabelled rows (−1 in
+every column, as a semi-supervised protocol passes them), which ``fit`` leaves out: features
+are ranked on the labelled rows only. Standardisation is *not* done here: the
 protocol z-scores every training fold before ranking. Fitted attributes shared by all:
 
 ``ranking_``  feature indices, best first (ties: lower index first);
@@ -144,6 +146,23 @@ def _label_matrix(Y) -> sp.csr_matrix:
     Y = sp.csr_matrix(Y, dtype=np.float64)
     Y.eliminate_zeros()
     return Y
+
+
+def _labelled_part(X, Y):
+    """(X, Y as CSR 0/1) restricted to the labelled rows: a dense ``Y`` may mark unlabelled rows
+    with −1 in every column (scikit-learn's semi-supervised convention, ``Trial.targets``)."""
+    if not sp.issparse(Y):
+        Y = check_array(Y, dtype=None, ensure_2d=True, input_name="Y")
+    if Y.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+    if not sp.issparse(Y):
+        unlabelled = (Y == -1).all(axis=1)
+        if (Y[~unlabelled] == -1).any():
+            raise ValueError("Y mixes −1 with 0/1 in a row: an unlabelled row must be −1 in every column")
+        if unlabelled.all():
+            raise ValueError("Y has no labelled row (all −1): features are ranked on labelled rows")
+        X, Y = X[~unlabelled], Y[~unlabelled]
+    return X, _label_matrix(Y)
 
 
 def _check_label_weights(Y: sp.csr_matrix, label_weights) -> np.ndarray:
@@ -346,16 +365,16 @@ class _RankingSelector(SelectorMixin, BaseEstimator):
         return max(1, math.ceil(round(fraction * n_features, 9)))
 
     def fit(self, X, Y=None):
-        """Rank the features of ``X`` (n x d, dense or sparse) against labels ``Y`` (n x q)."""
+        """Rank the features of ``X`` (n x d, dense or sparse) against labels ``Y`` (n x q) on
+        the labelled rows: rows of ``Y`` that are all −1 (unlabelled, under a semi-supervised
+        protocol) are left out, since every score needs the labels of the rows it uses."""
         self._check_params()
         if Y is None:
             raise ValueError(f"{type(self).__name__} is supervised: fit(X, Y) needs the label matrix Y")
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=True)
-        Yc = _label_matrix(Y)
-        if Yc.shape[0] != X.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} rows but Y has {Yc.shape[0]}")
+        X, Yc = _labelled_part(X, Y)
         if X.shape[0] < 2:
-            raise ValueError("need at least 2 training rows")
+            raise ValueError(f"{type(self).__name__} needs at least 2 labelled training rows, got {X.shape[0]}")
         self.n_selected(X.shape[1])  # k <= d
         constant = _constant_features(X)
         if self.memory is None:
