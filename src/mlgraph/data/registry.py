@@ -30,7 +30,7 @@ import urllib.request
 import warnings
 import zlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
@@ -46,7 +46,7 @@ else:
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 REGISTRY_PATH = Path(__file__).resolve().parent / "datasets.toml"
-ROLES = ("arff", "xml", "train", "test")
+ROLES = ("arff", "xml", "train", "test", "csv")  # csv: a dual-set table
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class DatasetEntry:
     roles: Mapping[str, RegisteredFile]
     n_labels: int | None
     drop: tuple[str, ...]
-    stats: Mapping[str, object] = field(default_factory=dict)
+    stats: Mapping[str, object]
 
 
 # --------------------------------------------------------------------------------------------
@@ -111,13 +111,13 @@ def _entry(name: str, spec: dict) -> DatasetEntry:
         for path, f in spec.get("files", {}).items()
     }
     roles = {}
-    for role in (*ROLES, "csv"):
+    for role in ROLES:
         if role in spec:
             if spec[role] not in files:
                 raise ValueError(f"{REGISTRY_PATH}: [{name}] {role} = {spec[role]!r} has no "
                                  f"[{name}.files.{spec[role]!r}] entry")
             roles[role] = files[spec[role]]
-    stats = {k: v for k, v in spec.items() if k not in {*ROLES, "csv", "files", "kind", "drop"}}
+    stats = {k: v for k, v in spec.items() if k not in {*ROLES, "files", "kind", "drop"}}
     return DatasetEntry(name, spec.get("kind", "mulan"), MappingProxyType(roles),
                         None if "xml" in roles else spec.get("n_labels"), tuple(spec.get("drop", ())),
                         MappingProxyType(stats))
@@ -139,7 +139,7 @@ def dataset_info(name: str) -> DatasetEntry:
 
 def dataset_files(name: str) -> dict[str, RegisteredFile]:
     """The files of a registered dataset by role: ``arff``, ``xml``, and ``train``/``test`` (the
-    publisher's official split) where they exist."""
+    publisher's official split) where they exist; ``csv`` for a dual-set table."""
     return dict(dataset_info(name).roles)
 
 
