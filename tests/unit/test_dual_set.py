@@ -3,6 +3,7 @@
 import gzip
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.ensemble import AdaBoostClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from mlgraph.data.dual_set import frequency_gender, load_dual_set
+from mlgraph.data.dual_set import DualSetDataset, frequency_gender, load_dual_set
 from mlgraph.data.registry import DatasetNotFoundError
 from mlgraph.methods.dual_set import (
     DSML,
@@ -358,3 +359,68 @@ def test_no_warning_on_a_clean_fit():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         DSML(T=2, base_learner=DecisionTreeClassifier(max_depth=2, random_state=0)).fit(X, Y)
+
+
+# ------------------------------------------------------------------ multi-target ARFF
+
+FIXTURE = Path(__file__).parent / "data" / "two_targets.arff"
+
+
+def test_multi_target_arff_with_numeric_three_class_targets():
+    """MULAN's multi-target shape: the last two attributes are targets declared numeric, −1/0/1."""
+    d = load_dual_set(FIXTURE, "trend a", "trend_b", drop=["id"])
+    assert d.classes_a == ("-1", "0", "1") and d.classes_b == ("-1", "0", "1")
+    np.testing.assert_array_equal(d.y_a, [0, 1, 2, 0, 2, 1, 2, 0])  # index of the value in (-1, 0, 1)
+    np.testing.assert_array_equal(d.y_b, [2, 0, 1, 1, 2, 0, 0, 2])
+    # nominal features as the MULAN loader encodes them: 3 values one-hot, 2 values by code (no=0)
+    assert d.feature_names == ("f1", "f2", "colour=red", "colour=green", "colour=blue", "flag")
+    np.testing.assert_array_equal(d.X[:3], [[0.5, 1, 1, 0, 0, 0], [1.5, 2, 0, 1, 0, 1], [2.5, 3, 0, 0, 1, 0]])
+    assert d.name == "two_targets" and d.n_classes == (3, 3)
+
+
+def test_arff_nominal_targets_sparse_gzip_and_explicit_format(tmp_path):
+    text = ("@relation r\n@attribute x numeric\n@attribute y numeric\n"
+            "@attribute size {S,M,L,XL}\n@attribute kind {cat,dog}\n@data\n"
+            "{0 1.5,2 L,3 dog}\n{1 2}\n{0 3,2 S}\n{1 1,3 dog}\n")  # sparse: omitted nominal = first value
+    (tmp_path / "t.arff.gz").write_bytes(gzip.compress(text.encode()))
+    d = load_dual_set(tmp_path / "t.arff.gz", "size", "kind")
+    assert d.classes_a == ("S", "L") and d.classes_b == ("cat", "dog")  # declared order, unused left out
+    np.testing.assert_array_equal(d.y_a, [1, 0, 0, 0])
+    np.testing.assert_array_equal(d.y_b, [1, 0, 0, 1])
+    np.testing.assert_array_equal(d.X, [[1.5, 0], [0, 2], [3, 0], [0, 1]])
+    (tmp_path / "t.txt").write_text(text)
+    assert load_dual_set(tmp_path / "t.txt", "size", "kind", file_format="arff").classes_a == ("S", "L")
+    with pytest.raises(ValueError, match="file_format='xls'"):
+        load_dual_set(tmp_path / "t.txt", "size", "kind", file_format="xls")
+
+
+def test_arff_problems_name_the_file_and_the_attribute(tmp_path):
+    with pytest.raises(ValueError, match=r"two_targets.arff: attribute 'id' is an ARFF string attribute"):
+        load_dual_set(FIXTURE, "trend a", "trend_b")
+    missing = tmp_path / "m.arff"
+    missing.write_text("@relation r\n@attribute x numeric\n@attribute a {u,v}\n@attribute b numeric\n"
+                       "@data\n1,u,0\n2,?,1\n")
+    with pytest.raises(ValueError, match=r"m.arff: target column 'a' \(target_a\) has 1 missing"):
+        load_dual_set(missing, "a", "b")
+    with pytest.raises(ValueError, match=r"m.arff: no column 'c' \(target_b\)"):
+        load_dual_set(missing, "a", "c")
+
+
+def test_numeric_csv_targets_are_ordered_as_numbers(tmp_path):
+    path = tmp_path / "n.csv"
+    pd.DataFrame({"x": [1.0, 2, 3, 4], "a": [10, 2, 1, 2], "b": [0.5, -1, 0.5, -1]}).to_csv(path, index=False)
+    d = load_dual_set(path, "a", "b")
+    assert d.classes_a == ("1", "2", "10") and d.classes_b == ("-1", "0.5")
+    np.testing.assert_array_equal(d.y_a, [2, 1, 0, 1])
+
+
+def test_dual_set_arff_config_loads_the_fixture():
+    from omegaconf import OmegaConf
+
+    from mlgraph.experiment import load_from_config
+
+    cfg = OmegaConf.load(Path(__file__).parents[2] / "conf" / "dataset" / "dual_set_arff.yaml")
+    cfg.pop("defaults")
+    cfg.update(path=str(FIXTURE), target_a="trend a", target_b="trend_b", drop=["id"])
+    d = load_from_config(cfg)
+    assert isinstance(d, DualSetDataset) and d.name == "dual_set_arff" and d.Y.shape == (8, 2)

@@ -1,11 +1,18 @@
 """Dual-set data (paper 001): a table with two categorical targets, one label from each set.
 
-:func:`load_dual_set` reads any CSV (gzip and the other pandas compressions are inferred from
-the name) with a header row: two columns are the targets a and b, the ``drop`` columns are left
-out, every other column is a numeric feature.  Each target's classes are its distinct values,
-sorted; ``y_a`` and ``y_b`` hold class indices into ``classes_a`` and ``classes_b``.  Problems
-(missing file, missing column, text or missing values in a feature) raise errors that name the
-file and the column.
+:func:`load_dual_set` reads a CSV table with a header row (gzip and the other pandas
+compressions are inferred from the name) or a multi-target ARFF file (``.arff``, ``.arff.gz``;
+read by :func:`mlgraph.data.arff.read_arff`, dense or sparse): two columns, chosen by name, are
+the targets a and b, the ``drop`` columns are left out, every other column is a feature.  Each
+target's classes are its distinct values: text sorted as text, numbers sorted as numbers and
+named compactly (an ARFF target declared numeric with values −1/0/1 has classes ``-1``, ``0``,
+``1``), an ARFF nominal target's values in declared order (declared values that never occur are
+not classes).  ``y_a`` and ``y_b`` hold class indices into ``classes_a`` and ``classes_b``.
+ARFF features: numeric and date attributes as numbers; nominal ones as the MULAN loader encodes
+them, the 0-based code when at most two values are declared, else one 0/1 column ``attr=value``
+per declared value; string attributes only in ``drop`` (the reader keeps codes, not text).
+Problems (missing file, missing column, text or missing values in a feature) raise errors that
+name the file and the column.
 
 :func:`frequency_gender` derives the paper's adapted Frequency-Gender data from the public
 "Gender Recognition by Voice" table (``voice.csv.gz``, 3,168 rows, 20 features, ``label``):
@@ -39,6 +46,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
+from mlgraph.data.arff import read_arff
 from mlgraph.data.registry import ChecksumError, find_file, sha256_file
 
 __all__ = ["VOICE_SHA256", "DualSetDataset", "frequency_gender", "load_dual_set"]
@@ -101,6 +109,60 @@ def _read_csv(path: Path) -> pd.DataFrame:
     return df
 
 
+FORMATS = ("auto", "csv", "arff")
+
+
+def _file_format(path: Path, file_format: str) -> str:
+    """``csv`` or ``arff``: as given, or (``auto``) ``arff`` for ``*.arff`` and ``*.arff.gz``."""
+    if file_format not in FORMATS:
+        raise ValueError(f"file_format={file_format!r} must be one of {FORMATS}")
+    if file_format != "auto":
+        return file_format
+    return "arff" if path.name.lower().removesuffix(".gz").endswith(".arff") else "csv"
+
+
+def _read_arff(path: Path, strings_allowed: Iterable[str]) -> pd.DataFrame:
+    """One column per attribute: numeric and date attributes as float64, nominal ones as a
+    pandas Categorical of the declared values (``?`` missing), string ones (allowed only in
+    ``strings_allowed``, i.e. dropped) as their codes."""
+    parsed = read_arff(path)
+    data = parsed.data.toarray() if parsed.sparse else parsed.data
+    columns = {}
+    for j, attribute in enumerate(parsed.attributes):
+        values = data[:, j]
+        if attribute.kind == "nominal":
+            codes = np.where(np.isnan(values), -1, values).astype(np.int64)
+            columns[attribute.name] = pd.Categorical.from_codes(codes, categories=list(attribute.values))
+        elif attribute.kind == "string" and attribute.name not in strings_allowed:
+            raise ValueError(f"{path}: attribute {attribute.name!r} is an ARFF string attribute, which "
+                             "the reader keeps as codes, not text: declare it nominal, or list it in drop=...")
+        else:
+            columns[attribute.name] = values
+    return pd.DataFrame(columns)
+
+
+def _nominal_features(df: pd.DataFrame, features: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """ARFF nominal features as numbers (:mod:`mlgraph.data.mulan`'s encoding): the code when at
+    most two values are declared, else one 0/1 column ``attr=value`` per declared value."""
+    out, names = {}, []
+    for column in features:
+        series = df[column]
+        if not isinstance(series.dtype, pd.CategoricalDtype):
+            out[column] = series
+            names.append(column)
+            continue
+        codes = series.cat.codes.to_numpy().astype(np.float64)
+        codes[codes < 0] = np.nan  # missing stays missing: _features names it
+        if len(series.cat.categories) <= 2:
+            out[column] = codes
+            names.append(column)
+            continue
+        for k, value in enumerate(series.cat.categories):
+            out[f"{column}={value}"] = np.where(np.isnan(codes), np.nan, codes == k)
+            names.append(f"{column}={value}")
+    return pd.DataFrame(out, index=df.index), names
+
+
 def _duplicate_columns(df: pd.DataFrame, candidates: Iterable[str]) -> dict[str, str]:
     """{later column: earlier column it equals in every row}, over ``candidates`` in order."""
     found: dict[str, str] = {}
@@ -120,6 +182,12 @@ def _encode_target(df: pd.DataFrame, column: str, role: str, path: Path) -> tupl
         rows = np.flatnonzero(values.isna().to_numpy())[:5].tolist()
         raise ValueError(f"{path}: target column {column!r} ({role}) has {int(values.isna().sum())} "
                          f"missing value(s), first at data rows {rows}")
+    if isinstance(values.dtype, pd.CategoricalDtype):  # ARFF nominal: declared order
+        values = values.cat.remove_unused_categories()
+        return values.cat.codes.to_numpy().astype(np.int64), tuple(str(c) for c in values.cat.categories)
+    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+        classes, codes = np.unique(values.to_numpy(dtype=np.float64), return_inverse=True)
+        return codes.astype(np.int64), tuple(np.format_float_positional(c, trim="-") for c in classes)
     classes, codes = np.unique(values.astype(str).to_numpy(), return_inverse=True)
     return codes.astype(np.int64), tuple(str(c) for c in classes)
 
@@ -154,22 +222,29 @@ def load_dual_set(
     drop_duplicate_columns: bool = False,
     sha256: str | None = None,
     data_dir: str | Path | None = None,
+    file_format: str = "auto",
 ) -> DualSetDataset:
-    """Load a dual-set dataset from a CSV file with a header row.
+    """Load a dual-set dataset from a CSV file with a header row or a multi-target ARFF file
+    (``file_format``: ``auto`` reads ``*.arff``/``*.arff.gz`` as ARFF, anything else as CSV).
 
     ``path`` is a file or a name found by :func:`mlgraph.data.registry.find_file` (``data_dir``
     first, then ``$MLGRAPH_DATA_DIR`` and ``shared/datasets``).  Steps, in order: read; drop exact
     duplicate rows (``drop_duplicate_rows``, the first occurrence kept); ``derive(df)`` -> df (may
     add or replace columns, e.g. a derived target; a column it adds is a feature unless it is a
     target or in ``drop``); drop columns equal in every row to an earlier non-target column,
-    dropped ones included (``drop_duplicate_columns``); encode the targets; the rest, minus ``drop``, are the features,
-    in file order.  ``sha256`` (if given) must match the file, else :class:`ChecksumError`.
+    dropped ones included (``drop_duplicate_columns``); encode the targets; the rest, minus
+    ``drop``, are the features, in file order (ARFF nominal ones encoded as in the module
+    docstring).  ``sha256`` (if given) must match the file, else :class:`ChecksumError`.
     """
     path = find_file(path, [data_dir] if data_dir else [])
     digest = sha256_file(path)
     if sha256 and digest != sha256.lower():
         raise ChecksumError(f"{path}: SHA-256 {digest}, expected {sha256.lower()}")
-    df = _read_csv(path)
+    drop = tuple(drop)
+    if _file_format(Path(path), file_format) == "arff":
+        df = _read_arff(Path(path), strings_allowed=drop)
+    else:
+        df = _read_csv(path)
     info: dict = {"n_rows_read": int(df.shape[0])}
     if drop_duplicate_rows:
         duplicated = df.duplicated(keep="first")
@@ -179,7 +254,6 @@ def load_dual_set(
         df = derive(df)
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"{path}: derive must return a pandas DataFrame, got {type(df).__name__}")
-    drop = tuple(drop)
     if target_a == target_b:
         raise ValueError(f"{path}: target_a and target_b are the same column {target_a!r}")
     for column, role in [(target_a, "target_a"), (target_b, "target_b")] + [(c, "drop") for c in drop]:
@@ -195,6 +269,7 @@ def load_dual_set(
         raise ValueError(f"{path}: no feature column is left after removing the targets and drop={drop}")
     y_a, classes_a = _encode_target(df, target_a, "target_a", path)
     y_b, classes_b = _encode_target(df, target_b, "target_b", path)
+    df, features = _nominal_features(df, features)
     X = _features(df, features, path)
     return DualSetDataset(
         name=name or Path(path).name.split(".")[0],
