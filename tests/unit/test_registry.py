@@ -37,6 +37,7 @@ from mlgraph.data import (
     load_split,
     sha256_file,
 )
+from mlgraph.data.__main__ import main as data_cli
 from mlgraph.data.registry import BUILTIN_DIR, cache_dir
 from mlgraph.experiment import load_from_config
 
@@ -176,6 +177,16 @@ def test_registered_statistics_are_those_of_the_loaded_data(name):
     assert (data.n_samples, data.n_labels) == (stats["n_instances"], stats["n_labels"])
     assert data.n_features + len(info.drop) == stats["n_features"]
     assert round(data.cardinality, 4) == pytest.approx(stats["cardinality"], abs=1e-12)
+
+
+@needs_datasets
+def test_slashdot_as_published_loads_as_the_edited_copy(tmp_path):
+    """A download gets the published header (with its ' %50' comment); the reader takes it."""
+    data = _content(DATASETS / "slashdot.arff.gz")
+    first, rest = data.split(b"\n", 1)
+    published = tmp_path / "slashdot.arff"
+    published.write_bytes(first + b" %50\n" + rest)
+    _same_data(load_dataset("slashdot", published), load_dataset("slashdot"))
 
 
 @needs_datasets
@@ -530,3 +541,22 @@ def test_only_https_urls(env, served, url):
     with pytest.raises(ValueError, match=r"dataset\.url=.*only https:// URLs are accepted"):
         load_from_config(cfg.dataset)
     assert served.calls == []
+
+
+# --------------------------------------------------------------------------------------------
+# python -m mlgraph.data
+# --------------------------------------------------------------------------------------------
+def test_cli_lists_then_fetches_missing_files(bare, served, capsys):
+    record = dataset_files("emotions")["xml"]
+    assert data_cli(["emotions"]) == 0
+    assert f"emotions         xml   missing: {record.url} -> {bare / 'emotions.xml'}" in capsys.readouterr().out
+    assert data_cli(["emotions", "--fetch"]) == 1  # offline: every file FAILED, named
+    assert capsys.readouterr().out.count("FAILED: could not download") == 4  # arff, xml, train, test
+    served[record.url] = (BUILTIN_DIR / "emotions.xml").read_bytes()
+    served[dataset_files("emotions")["arff"].url] = _content(BUILTIN_DIR / "emotions.arff.gz")
+    assert data_cli(["emotions", "--fetch"]) == 1  # the split files are still not served
+    out = capsys.readouterr().out
+    assert f"emotions         xml   {bare / 'emotions.xml'}\n" in out and out.count("FAILED") == 2
+    assert data_cli(["emotions"]) == 0 and "arff  missing" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        data_cli(["nope"])

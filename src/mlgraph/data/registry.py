@@ -417,3 +417,4 @@ def _fetch(url: str, fd: int, label: str) -> None:
             while chunk := response.read(1 << 20):
                 out.write(chunk)
                 bar.update(len(chunk))
+
