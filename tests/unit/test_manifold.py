@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.linalg
 from sklearn.base import clone
 from sklearn.kernel_ridge import KernelRidge
 
@@ -62,9 +63,11 @@ def test_ml_mr_is_stationary_point_of_laprls_objective():
 
 @pytest.mark.parametrize("graph", [{"graph": "knn", "k": 6}, {"graph": "epsilon", "eps": 0.9},
                                    {"graph": "bmatching", "b": 4, "weights": "heat"}])
-def test_ml_mrrw_matches_eq19_assembled_densely(graph):
+@pytest.mark.parametrize("nu", [(1.0, 0.1), (1.0, 1.0), (0.7, 0.0)])
+def test_ml_mrrw_matches_eq19_assembled_densely(graph, nu):
+    """The in-place, transposed LU path against a plain scipy.linalg.solve of Eq. 19, 1e-10."""
     X, Y, X_test = _problem(seed=3)
-    est = MLMRRW(gamma_A=0.03, gamma_I=10.0, nu1=1.0, nu2=0.1, sigma=2.2, **graph).fit(X, Y)
+    est = MLMRRW(gamma_A=0.03, gamma_I=10.0, nu1=nu[0], nu2=nu[1], sigma=2.2, **graph).fit(X, Y)
     Xs, Xt = _standardise(est, X), _standardise(est, X_test)
     sq = lambda A, B: ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)
     K = np.exp(-sq(Xs, Xs) / (2 * est.sigma_**2))
@@ -75,12 +78,59 @@ def test_ml_mrrw_matches_eq19_assembled_densely(graph):
     L = np.diag(W.sum(1)) - W
     lab = (Y != -1).all(axis=1)
     n, l = len(X), lab.sum()
-    Xi = np.diag(np.where(lab, 1.0, 0.1))
+    Xi = np.diag(np.where(lab, nu[0], nu[1]))
     Psi = np.diag(lab.astype(float))
     A = Psi @ K @ Xi + l * 0.03 * np.eye(n) + l * 10.0 / n**2 * L @ K @ Xi
-    theta = np.linalg.solve(A, np.where(lab[:, None], 2.0 * Y - 1, 0.0))
-    np.testing.assert_allclose(est.decision_function(X_test), Ke @ Xi @ theta, rtol=1e-8, atol=1e-12)
-    np.testing.assert_array_equal(est.predict(X_test), (Ke @ Xi @ theta > 0).astype(np.int8))
+    theta = scipy.linalg.solve(A, np.where(lab[:, None], 2.0 * Y - 1, 0.0))
+    np.testing.assert_allclose(est.dual_coef_, Xi @ theta, rtol=1e-10, atol=1e-10 * np.abs(theta).max())
+    scores = Ke @ Xi @ theta
+    np.testing.assert_allclose(est.decision_function(X_test), scores, rtol=1e-10, atol=1e-10 * np.abs(scores).max())
+    np.testing.assert_array_equal(est.predict(X_test), (scores > 0).astype(np.int8))
+    assert est.solver_report_["solver"] == "exact" and est.solver_report_["residual"] < 1e-12
+
+
+def test_test_kernel_in_blocks_equals_one_block(monkeypatch):
+    import mlgraph.methods.manifold as manifold
+
+    X, Y, X_test = _problem(seed=7)
+    est = MLMRRW(sigma=2.0).fit(X, Y)
+    whole = est.decision_function(X_test)
+    monkeypatch.setattr(manifold, "_KERNEL_BLOCK", 2 * len(X))  # two test rows per block
+    np.testing.assert_allclose(est.decision_function(X_test), whole, rtol=1e-13, atol=1e-15)
+
+
+def test_nystrom_with_every_point_a_landmark_is_exact():
+    """K̃ = K when the landmarks are all n points and K has full numerical rank (narrow σ):
+    the Woodbury solve must then reproduce the LU solution."""
+    X, Y, X_test = _problem(n=80, seed=8)
+    params = dict(gamma_A=0.02, gamma_I=5.0, nu1=1.0, nu2=0.2, sigma=1.0)
+    exact = MLMRRW(**params).fit(X, Y)
+    nys = MLMRRW(solver="nystrom", n_landmarks=500, **params).fit(X, Y)
+    assert nys.solver_report_["n_landmarks"] == 80 and nys.solver_report_["rank"] == 80
+    assert abs(nys.solver_report_["kernel_trace_error"]) < 1e-10
+    assert nys.solver_report_["residual"] < 1e-8
+    np.testing.assert_allclose(nys.decision_function(X_test), exact.decision_function(X_test), rtol=1e-7, atol=1e-9)
+
+
+def test_nystrom_is_the_exact_solution_for_the_nystrom_kernel():
+    """With m < n landmarks the model is Eq. 19–20 with K̃ = K_nm K_mm⁻¹ K_mn in place of K,
+    solved here densely by scipy (no Woodbury), and K̃_e = K_em K_mm⁻¹ K_mn for test points."""
+    X, Y, X_test = _problem(n=90, seed=9)
+    est = MLMRRW(gamma_A=0.02, gamma_I=5.0, nu1=1.0, nu2=0.3, sigma=3.0, solver="nystrom",
+                 n_landmarks=30, random_state=4).fit(X, Y)
+    Xs, Xt, P = _standardise(est, X), _standardise(est, X_test), est.X_fit_
+    assert len(P) == 30
+    k = lambda A, B: np.exp(-((A[:, None, :] - B[None, :, :]) ** 2).sum(-1) / (2 * est.sigma_**2))
+    Kmm_pinv = np.linalg.pinv(k(P, P), rcond=1e-10, hermitian=True)
+    K, Ke = k(Xs, P) @ Kmm_pinv @ k(P, Xs), k(Xt, P) @ Kmm_pinv @ k(P, Xs)
+    L = laplacian(est.graph_).toarray()
+    lab = (Y != -1).all(axis=1)
+    n, l = len(X), lab.sum()
+    Xi = np.diag(np.where(lab, 1.0, 0.3))
+    A = np.diag(lab * 1.0) @ K @ Xi + l * 0.02 * np.eye(n) + l * 5.0 / n**2 * L @ K @ Xi
+    theta = scipy.linalg.solve(A, np.where(lab[:, None], 2.0 * Y - 1, 0.0))
+    np.testing.assert_allclose(est.decision_function(X_test), Ke @ Xi @ theta, rtol=1e-6, atol=1e-8)
+    assert 0 < est.solver_report_["kernel_trace_error"] < 1
 
 
 def test_median_heuristic_sigma_and_scale():
@@ -103,6 +153,7 @@ def test_same_seed_same_numbers_and_clone():
     ({"nu2": -0.1}, "nu2"), ({"nu1": 0.0}, "nu1"), ({"sigma": 0.0}, "sigma"),
     ({"sigma": -1.0}, "sigma"), ({"gamma_A": 0.0}, "gamma_A"), ({"gamma_I": -1.0}, "gamma_I"),
     ({"graph": "full"}, "graph"), ({"weights": "cosine"}, "weights"),
+    ({"solver": "cg"}, "solver"), ({"n_landmarks": 0}, "n_landmarks"),
 ])
 def test_bad_parameters_are_named(params, name):
     X, Y, _ = _problem()
@@ -145,5 +196,5 @@ def test_sparse_features_equal_dense_and_constant_features_drop_out():
 
 def test_label_values_are_checked_before_casting():
     X, Y, _ = _problem()
-    with pytest.raises(ValueError, match="0/1"):
+    with pytest.raises(ValueError, match="0/1|Unknown label type"):
         MLMRRW().fit(X, np.where(Y == 1, 0.5, Y))

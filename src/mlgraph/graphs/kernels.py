@@ -10,17 +10,28 @@ are nearest neighbours in Euclidean distance; the sparsifiers rely on this.
 from __future__ import annotations
 
 import numbers
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
 
 import numpy as np
 from scipy.spatial.distance import pdist
+from threadpoolctl import ThreadpoolController
 
 __all__ = [
+    "blas_threads",
     "check_sigma",
     "gaussian_kernel",
     "kernel_distance",
     "median_sigma",
+    "row_blocks",
     "squared_distances",
 ]
+
+# Rows per block of a self-Gram product. One tall A A^T (BLAS syrk) of 19,064 x 500 rows crashes
+# numpy's bundled OpenBLAS 0.3.31 with 2 threads (from about 18,500 rows); blocks stay far below.
+_GRAM_ROWS = 2048
+# Below this many elements a pass is not worth splitting over threads.
+_PARALLEL_ELEMENTS = 1 << 20
 
 
 def check_sigma(sigma: float) -> float:
@@ -42,28 +53,94 @@ def as_float_matrix(A: np.ndarray, name: str) -> np.ndarray:
     return A
 
 
+def blas_threads() -> int:
+    """Threads the BLAS may use in this process (the runner caps them per trial); the
+    elementwise and sparse passes over n x n matrices use as many."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    counts = [lib.num_threads for lib in _CONTROLLER.select(user_api="blas").lib_controllers]
+    return max(1, min(counts, default=1))
+
+
+_CONTROLLER: ThreadpoolController | None = None
+
+
+def row_blocks(n: int, fn: Callable[[slice], object], cols: int = 1 << 20) -> None:
+    """Call ``fn(rows)`` on consecutive row slices covering ``range(n)`` of an n x ``cols``
+    array, in :func:`blas_threads` threads: numpy ufuncs and scipy's sparse products release
+    the GIL, so passes over large matrices run in parallel (small ones run in one call).
+    ``fn`` must write disjoint rows."""
+    threads = blas_threads() if n * cols >= _PARALLEL_ELEMENTS else 1
+    step = -(-n // (4 * threads)) if threads > 1 else max(n, 1)
+    blocks = [slice(start, min(n, start + step)) for start in range(0, n, step)]
+    if threads == 1:
+        for rows in blocks:
+            fn(rows)
+        return
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(fn, blocks))
+
+
 def squared_distances(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
     """Squared Euclidean distances ``||a_i - b_j||^2`` between the rows of A and B.
 
     Vectorised as ``||a||^2 + ||b||^2 - 2 a b^T`` and clipped at 0 (cancellation can
-    make it slightly negative).  With ``B is None`` the result is the exactly symmetric
-    self-distance matrix of A with an exact zero diagonal.
+    make it slightly negative); the norms are added in row blocks, so the only n x m array
+    is the result.  With ``B is None`` the result is the exactly symmetric self-distance
+    matrix of A with an exact zero diagonal, built by :func:`_self_sqdist`.
     """
     A = as_float_matrix(A, "A")
-    same = B is None
-    B = A if same else as_float_matrix(B, "B")
+    if B is None:
+        return _self_sqdist(A)
+    B = as_float_matrix(B, "B")
     if A.shape[1] != B.shape[1]:
         raise ValueError(f"A and B must have the same number of columns, got {A.shape[1]} and {B.shape[1]}")
     sq_a = np.einsum("ij,ij->i", A, A)
-    sq_b = sq_a if same else np.einsum("ij,ij->i", B, B)
-    # numpy computes A @ A.T with BLAS syrk, which is bitwise symmetric; adding the
-    # (symmetric) sum of squared norms in one step keeps it so, without a transposed pass.
+    sq_b = np.einsum("ij,ij->i", B, B)
     G = A @ B.T
-    G *= -2.0
-    G += sq_a[:, None] + sq_b[None, :]
-    np.maximum(G, 0.0, out=G)
-    if same:
-        np.fill_diagonal(G, 0.0)
+
+    def finish(rows: slice) -> None:
+        block = G[rows]
+        block *= -2.0
+        block += sq_a[rows, None] + sq_b[None, :]
+        np.maximum(block, 0.0, out=block)
+
+    row_blocks(G.shape[0], finish, G.shape[1])
+    return G
+
+
+def _self_sqdist(A: np.ndarray) -> np.ndarray:
+    """Self-distances of the rows of A, by row strips of the upper triangle.
+
+    Strip ``s:e`` is the diagonal tile ``A_s A_s^T`` (BLAS syrk, bitwise symmetric) and the
+    tile row right of it (gemm); the norms ``||a_i||^2 + ||a_j||^2`` (a symmetric sum) are
+    added and the strip is mirrored below the diagonal, so the result is exactly symmetric
+    and no tall syrk (see ``_GRAM_ROWS``) or n x n temporary is ever formed.
+    """
+    n = A.shape[0]
+    sq = np.einsum("ij,ij->i", A, A)
+    G = np.empty((n, n))
+    for start in range(0, n, _GRAM_ROWS):
+        stop = min(n, start + _GRAM_ROWS)
+        tile = A[start:stop]
+        np.matmul(tile, tile.T, out=G[start:stop, start:stop])
+        np.matmul(tile, A[stop:].T, out=G[start:stop, stop:])
+
+        def finish(rows: slice, start=start) -> None:
+            rows = slice(start + rows.start, start + rows.stop)
+            strip = G[rows, start:]
+            strip *= -2.0
+            strip += sq[rows, None] + sq[None, start:]
+            np.maximum(strip, 0.0, out=strip)
+
+        def mirror(rows: slice, start=start, stop=stop) -> None:
+            rows = slice(stop + rows.start, stop + rows.stop)
+            G[rows, start:stop] = G[start:stop, rows].T
+
+        row_blocks(stop - start, finish, n - start)
+        row_blocks(n - stop, mirror, stop - start)
+    np.fill_diagonal(G, 0.0)
     return G
 
 
@@ -109,8 +186,20 @@ def gaussian_kernel(A: np.ndarray, B: np.ndarray | None = None, sigma: float | N
         raise ValueError("sigma must be given (e.g. sigma=median_sigma(X_train))")
     sigma = check_sigma(sigma)
     U = squared_distances(A, B)
-    U *= -1.0 / (2.0 * sigma**2)
-    return np.exp(U, out=U)
+    exp_scaled(U, -1.0 / (2.0 * sigma**2))
+    return U
+
+
+def exp_scaled(D: np.ndarray, scale: float) -> np.ndarray:
+    """``D = exp(scale * D)`` in place, in row blocks over :func:`row_blocks`' threads."""
+
+    def block(rows: slice) -> None:
+        part = D[rows]
+        part *= scale
+        np.exp(part, out=part)
+
+    row_blocks(D.shape[0], block, D.shape[1])
+    return D
 
 
 def kernel_distance(sqdist: np.ndarray, sigma: float) -> np.ndarray:

@@ -4,7 +4,8 @@ Both are Laplacian regularized least squares (LapRLS) with one output column per
 solve Eq. 19 for the expansion coefficients over all n training points (labelled and
 unlabelled),
 
-    Θ* = (Ψ K Ξ + l γ_A I + (l γ_I / n²) L K Ξ)⁻¹ Y,
+    Θ* = (Ψ K Ξ + l γ_A I + (l γ_I / n²) L K Ξ)⁻¹ Y = (M K Ξ + λ I)⁻¹ Y,
+    M = Ψ + (l γ_I / n²) L (sparse),  λ = l γ_A,
 
 and score new points by Eq. 20, F̃ = K_e Ξ Θ*, predicting label j where F̃_ij > 0. K is the
 Gaussian kernel of Eq. 5 on standardised features, L = D − W the Laplacian of the sparsified
@@ -12,31 +13,87 @@ graph (Eq. 6–10, :mod:`mlgraph.graphs`), Ψ the diagonal indicator of labelled
 Y holds ±1 on labelled rows and 0 on unlabelled rows, and Ξ is the diagonal reliance-weight
 matrix (Eq. 16): ν1 on labelled and ν2 on unlabelled points for ML-MRRW, the identity for ML-MR.
 
-Notes on the implementation:
-- The system matrix is not symmetric, so it is solved by LU (LAPACK ``gesv``) in float64 for
-  all labels at once; no inverse is formed.
+Solvers (parameter ``solver``):
+
+- ``"exact"`` solves Eq. 19 by one LU factorisation (LAPACK ``getrf``) in float64 for all labels
+  at once; no inverse is formed. The fit holds at most two n×n matrices: the squared distances
+  (one matrix serves σ, the graph and, exponentiated in place, K) and the system, assembled row
+  block by row block as (M K) Ξ + λI with M K a sparse-times-dense product. The system is built
+  in C order and factorised as its transpose (Fortran order, ``overwrite_a``), so LAPACK works
+  in place, and ``getrs`` solves the transposed system back (``trans=1``).
+- ``"nystrom"`` is an **approximation** that scales linearly in n: K is replaced by its Nyström
+  approximation K̃ = Φ Φᵀ from ``n_landmarks`` training points drawn at random (Φ = K_nm U Λ^-½
+  from the eigenvectors of K_mm, eigenvalues below 1e-10·λ_max dropped), in Eq. 19 and in Eq. 20
+  alike. Eq. 19 with K̃ is then solved exactly by the Woodbury identity: with
+  S = λI + Φᵀ Ξ M Φ (r×r, r ≤ m), Φᵀ Ξ Θ = S⁻¹ Φᵀ Ξ Y and F̃ = Φ_e S⁻¹ Φᵀ Ξ Y, so the fit costs
+  O(n m (d + r)) time and O(n m) memory, the graph is built without an n×n matrix, and a
+  prediction needs the kernel to the m landmarks only. With every training point a landmark
+  (``n_landmarks ≥ n``) and K of full numerical rank it is the exact solution.
+
+``solver_report_`` records the solver, the landmarks and rank used, the Nyström kernel's relative
+trace error 1 − tr(K̃)/tr(K) (0 for the exact solver) and ``residual``, the largest absolute
+entry of (M K Ξ + λI) Θ − Y over 16 sampled rows with the exact K (targets are ±1): the LU
+backward error for ``"exact"``, the approximation error of Eq. 19 for ``"nystrom"``.
+
+Symmetric form and Cholesky (asked because Cholesky takes half the flops of LU): none exists for
+ML-MRRW in general. A symmetric P(MKΞ + λI)Q with P, Q independent of K (anything else costs a
+dense product, more than the LU saves) needs PM ∝ Qᵀ for the K term, hence Q ∝ MPᵀ, and then the
+λ term P Ξ⁻¹... is symmetric only if Ξ commutes with M, i.e. ν1 = ν2 or no graph edge joins a
+labelled to an unlabelled point. For Ξ = νI (ML-MR) the form exists: (MKΞ + λI)M = ν MKM + λM is
+symmetric positive definite when M is (γ_I > 0 and every graph component holds a labelled
+point), with Θ = Mβ. It squares the conditioning of M, whose smallest eigenvalues are of order
+l γ_I / n² times the graph's, and measured against LU on yeast it loses far more than the
+1e-10 relative agreement required, so LU is used for both methods.
+
+Other notes:
 - With γ_I = 0 the unlabelled coefficients vanish and the model is kernel ridge regression on
   the labelled points with ridge l·γ_A/ν1 (a test checks this against scikit-learn).
 - Semi-supervised input follows scikit-learn's convention: a row of ``Y`` filled with −1 marks
   an unlabelled training point.
+- ``predict`` thresholds ``decision_function``; a caller that needs both scores and labels
+  should threshold the scores itself (``scores > 0``) rather than build the test kernel twice.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.graphs import KINDS, WEIGHTS, gaussian_kernel, laplacian, median_sigma, squared_distances
+from mlgraph.graphs.kernels import exp_scaled, row_blocks
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
     cached_graph,
     check_params,
     nonneg,
     positive,
+    positive_int,
     standardisation,
 )
+
+SOLVERS = ("exact", "nystrom")
+# Elements of one block of the test kernel in decision_function (bounds its memory).
+_KERNEL_BLOCK = 1 << 24
+# Rows of Eq. 19 whose residual solver_report_ records.
+_RESIDUAL_ROWS = 16
+
+
+def _eq19_matrix(K: np.ndarray, M: sp.csr_matrix, xi: np.ndarray, lam: float) -> np.ndarray:
+    """The system of Eq. 19, (M K) Ξ + λI, in C order, assembled by row blocks in threads."""
+    n = K.shape[0]
+    A = np.empty_like(K)
+
+    def assemble(block: slice) -> None:
+        for start in range(block.start, block.stop, 256):  # small temporaries
+            rows = slice(start, min(block.stop, start + 256))
+            np.multiply(M[rows] @ K, xi, out=A[rows])
+
+    row_blocks(n, assemble, n)
+    A.flat[:: n + 1] += lam
+    return A
 
 
 class _ManifoldRegularization(MultiLabelClassifierMixin, BaseEstimator):
@@ -49,10 +106,13 @@ class _ManifoldRegularization(MultiLabelClassifierMixin, BaseEstimator):
         "sigma_scale": (positive, "a positive number"),
         "graph": (lambda v: v in KINDS, f"one of {KINDS}"),
         "weights": (lambda v: v in WEIGHTS, f"one of {WEIGHTS} (Eq. 10 as printed, or U∘B)"),
+        "solver": (lambda v: v in SOLVERS, f"one of {SOLVERS} (LU of Eq. 19, or its Nyström approximation)"),
+        "n_landmarks": (positive_int, "a positive integer (Nyström landmarks)"),
     }
 
     def __init__(self, gamma_A=1e-2, gamma_I=1.0, sigma=None, sigma_scale=1.0, graph="knn",
-                 k=10, eps=None, b=None, weights="distance", random_state=0, memory=None):
+                 k=10, eps=None, b=None, weights="distance", random_state=0, memory=None,
+                 solver="exact", n_landmarks=1000):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.sigma = sigma
@@ -64,6 +124,8 @@ class _ManifoldRegularization(MultiLabelClassifierMixin, BaseEstimator):
         self.weights = weights
         self.random_state = random_state
         self.memory = memory
+        self.solver = solver
+        self.n_landmarks = n_landmarks
 
     def _reliance_weights(self, labelled: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -74,36 +136,95 @@ class _ManifoldRegularization(MultiLabelClassifierMixin, BaseEstimator):
         X, Y, labelled = self._check_fit_data(X, Y)
         self.mean_, self.scale_ = standardisation(X)
         Xs = (X - self.mean_) / self.scale_
-        sqdist = squared_distances(Xs)  # one distance matrix serves σ, the graph and the kernel
+        n, l = Xs.shape[0], int(labelled.sum())
+        xi = self._reliance_weights(labelled)                                  # Eq. 16
+        target = np.where(labelled[:, None], 2.0 * Y - 1.0, 0.0)               # ±1 / 0 rows
+        lam = l * self.gamma_A
+        fit = self._fit_exact if self.solver == "exact" else self._fit_nystrom
+        theta, kernel_rows, rows, M = fit(Xs, labelled, xi, target, lam)
+        # Eq. 19's residual on sampled rows: (M K Ξ Θ)_J = M_J (K Ξ Θ)_{cols of M_J}.
+        residual = M[rows][:, kernel_rows[0]] @ (kernel_rows[1] @ (xi[:, None] * theta))
+        residual += lam * theta[rows] - target[rows]
+        self.solver_report_["residual"] = float(np.abs(residual).max())
+        self.n_labelled_ = l
+        return self
+
+    def _graph(self, Xs: np.ndarray, sqdist: np.ndarray | None) -> sp.csr_matrix:
+        """σ (Eq. 5, median heuristic × sigma_scale) and the weight matrix W (Eq. 6–10)."""
         if self.sigma is None:
             base_sigma = median_sigma(Xs, random_state=self.random_state, sqdist=sqdist)
         else:
             base_sigma = self.sigma
         self.sigma_ = float(base_sigma) * self.sigma_scale
+        self.graph_ = cached_graph(self.memory, Xs, kind=self.graph, sigma=self.sigma_, weights=self.weights,
+                                   k=self.k, eps=self.eps, b=self.b, random_state=self.random_state,
+                                   sqdist=sqdist)
+        return self.graph_
 
-        n, l = Xs.shape[0], int(labelled.sum())
-        W = cached_graph(self.memory, Xs, kind=self.graph, sigma=self.sigma_, weights=self.weights,
-                         k=self.k, eps=self.eps, b=self.b, random_state=self.random_state, sqdist=sqdist)
-        K = np.exp(sqdist * (-0.5 / self.sigma_**2), out=sqdist)                    # Eq. 5, in place
-        xi = self._reliance_weights(labelled)                                       # Eq. 16
-        K *= xi                                                                      # K Ξ, in place
-        A = ((l * self.gamma_I / n**2) * laplacian(W)) @ K                           # (lγ_I/n²) L K Ξ
-        np.add(A, K, out=A, where=labelled[:, None])                                 # + Ψ K Ξ
-        A.flat[:: n + 1] += l * self.gamma_A                                         # + l γ_A I
-        target = np.where(labelled[:, None], 2.0 * Y - 1.0, 0.0)                     # ±1 / 0 rows
-        theta = scipy.linalg.solve(A, target, overwrite_a=True, check_finite=False)  # Eq. 19
+    def _system_rows(self, W: sp.csr_matrix, labelled: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+        """M = Ψ + (l γ_I / n²) L (sparse) and the rows of Eq. 19 whose residual is recorded."""
+        n, l = labelled.shape[0], int(labelled.sum())
+        M = ((l * self.gamma_I / n**2) * laplacian(W) + sp.diags(labelled.astype(np.float64))).tocsr()
+        rng = np.random.default_rng(self.random_state)
+        rows = np.sort(rng.choice(n, min(n, _RESIDUAL_ROWS), replace=False))
+        return M, rows
+
+    def _fit_exact(self, Xs, labelled, xi, target, lam):
+        """Eq. 19 by one in-place LU of the n×n system (see the module notes)."""
+        n = Xs.shape[0]
+        K = squared_distances(Xs)  # one distance matrix serves σ, the graph and the kernel
+        M, rows = self._system_rows(self._graph(Xs, K), labelled)
+        exp_scaled(K, -0.5 / self.sigma_**2)                                   # Eq. 5, in place
+        cols = np.unique(M[rows].indices)
+        kernel_rows = (cols, K[cols])                                          # for the residual
+        A = _eq19_matrix(K, M, xi, lam)
+        del K                                                                  # one n×n matrix left
+        # A (C order) is Aᵀ in Fortran order: LAPACK factorises it in place; trans=1 solves A Θ = Y.
+        lu = scipy.linalg.lu_factor(A.T, overwrite_a=True, check_finite=False)
+        theta = scipy.linalg.lu_solve(lu, target, trans=1, check_finite=False)  # Eq. 19
         self.X_fit_ = Xs
-        self.dual_coef_ = xi[:, None] * theta                                        # Ξ Θ*
-        self.graph_ = W
-        self.n_labelled_ = l
-        return self
+        self.dual_coef_ = xi[:, None] * theta                                  # Ξ Θ*
+        self.solver_report_ = {"solver": "exact", "n_landmarks": n, "rank": n, "kernel_trace_error": 0.0}
+        return theta, kernel_rows, rows, M
+
+    def _fit_nystrom(self, Xs, labelled, xi, target, lam):
+        """Eq. 19–20 with the Nyström kernel K̃ = Φ Φᵀ, by the Woodbury identity (module notes)."""
+        n = Xs.shape[0]
+        M, rows = self._system_rows(self._graph(Xs, None), labelled)
+        rng = np.random.default_rng(self.random_state)
+        landmarks = np.sort(rng.choice(n, min(n, self.n_landmarks), replace=False))
+        P = Xs[landmarks]
+        evals, evecs = scipy.linalg.eigh(gaussian_kernel(P, sigma=self.sigma_))
+        keep = evals > 1e-10 * evals[-1]
+        T = evecs[:, keep] / np.sqrt(evals[keep])                              # Φ = K_nm T
+        Phi = np.empty((n, T.shape[1]))
+        step = max(1, _KERNEL_BLOCK // len(P))
+        for start in range(0, n, step):
+            Phi[start : start + step] = gaussian_kernel(Xs[start : start + step], P, sigma=self.sigma_) @ T
+        xi_Phi = xi[:, None] * Phi
+        S = xi_Phi.T @ (M @ Phi)                                               # Φᵀ Ξ M Φ
+        S.flat[:: S.shape[0] + 1] += lam                                       # + λ I
+        Z = scipy.linalg.solve(S, xi_Phi.T @ target, check_finite=False)      # Φᵀ Ξ Θ = S⁻¹ Φᵀ Ξ Y
+        self.X_fit_ = P
+        self.dual_coef_ = T @ Z                                                # F̃ = K_em T Z (Eq. 20)
+        theta = (target - M @ (Phi @ Z)) / lam                                 # Θ over all n points
+        cols = np.unique(M[rows].indices)
+        kernel_rows = (cols, gaussian_kernel(Xs[cols], Xs, sigma=self.sigma_))  # exact K, for the residual
+        self.solver_report_ = {"solver": "nystrom", "n_landmarks": len(P), "rank": int(keep.sum()),
+                               "kernel_trace_error": float(1.0 - np.einsum("ij,ij->", Phi, Phi) / n)}
+        return theta, kernel_rows, rows, M
 
     def decision_function(self, X) -> np.ndarray:
-        """Real-valued label scores F̃ = K_e Ξ Θ* (Eq. 20)."""
+        """Real-valued label scores F̃ = K_e Ξ Θ* (Eq. 20), with the test kernel built in blocks
+        of rows; for ``solver="nystrom"``, F̃ = K_em T S⁻¹ Φᵀ Ξ Y (the landmarks only)."""
         check_is_fitted(self, "dual_coef_")
-        X = self._check_predict_data(X)
-        Ke = gaussian_kernel((X - self.mean_) / self.scale_, self.X_fit_, sigma=self.sigma_)
-        return Ke @ self.dual_coef_
+        Xs = (self._check_predict_data(X) - self.mean_) / self.scale_
+        scores = np.empty((Xs.shape[0], self.dual_coef_.shape[1]))
+        step = max(1, _KERNEL_BLOCK // len(self.X_fit_))
+        for start in range(0, Xs.shape[0], step):
+            block = gaussian_kernel(Xs[start : start + step], self.X_fit_, sigma=self.sigma_)
+            scores[start : start + step] = block @ self.dual_coef_
+        return scores
 
     def predict(self, X) -> np.ndarray:
         """Binary label matrix: label j is predicted where its score exceeds 0 (Eq. 20)."""
@@ -132,10 +253,11 @@ class MLMRRW(_ManifoldRegularization):
     }
 
     def __init__(self, gamma_A=1e-2, gamma_I=1.0, sigma=None, sigma_scale=1.0, graph="knn",
-                 k=10, eps=None, b=None, weights="distance", random_state=0, memory=None, nu1=1.0, nu2=0.1):
+                 k=10, eps=None, b=None, weights="distance", random_state=0, memory=None,
+                 solver="exact", n_landmarks=1000, nu1=1.0, nu2=0.1):
         super().__init__(gamma_A=gamma_A, gamma_I=gamma_I, sigma=sigma, sigma_scale=sigma_scale,
                          graph=graph, k=k, eps=eps, b=b, weights=weights, random_state=random_state,
-                         memory=memory)
+                         memory=memory, solver=solver, n_landmarks=n_landmarks)
         self.nu1 = nu1
         self.nu2 = nu2
 
