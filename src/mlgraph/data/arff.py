@@ -527,19 +527,27 @@ def _string_codes(values: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 def _read_table(text: str, **kwargs) -> pd.DataFrame:
     """pandas' C parser with ARFF conventions: no quoting, only ``?`` is missing, ``%`` starts
-    a comment."""
-    return pd.read_csv(
-        io.BytesIO(text.encode("utf-8")),  # bytes parse faster than a text stream
-        encoding="utf-8",
-        header=None,
-        na_values=["?"],
-        keep_default_na=False,
-        quoting=csv.QUOTE_NONE,
-        comment="%",
-        engine="c",
-        index_col=False,
-        **kwargs,
-    )
+    a comment. pandas only warns, and drops the extra values, when rows have more fields than
+    names (every dense row too long; a sparse entry '0 1 5'): the line parser locates it."""
+    # errstate: a bad integer ('1e999' as a sparse index) makes numpy warn inside pandas before
+    # pandas raises; the raise is what counts.
+    with warnings.catch_warnings(), np.errstate(invalid="ignore"):
+        warnings.simplefilter("error", pd.errors.ParserWarning)
+        try:
+            return pd.read_csv(
+                io.BytesIO(text.encode("utf-8")),  # bytes parse faster than a text stream
+                encoding="utf-8",
+                header=None,
+                na_values=["?"],
+                keep_default_na=False,
+                quoting=csv.QUOTE_NONE,
+                comment="%",
+                engine="c",
+                index_col=False,
+                **kwargs,
+            )
+        except pd.errors.ParserWarning as exc:
+            raise _FastPathFailed("more values than names") from exc
 
 
 def _dense_fast(data: str, columns: _Columns) -> np.ndarray:
@@ -595,19 +603,12 @@ def _sparse_fast(data: str, columns: _Columns) -> sp.csr_matrix:
     counts = np.array([s.count(",") + 1 if s.strip() else 0 for s in inners], dtype=np.int64)
     n_attributes = len(columns.attributes)
     all_numbers = all(columns.reads_as_number(j) for j in range(n_attributes))
-    with warnings.catch_warnings():
-        # pandas only warns when an entry has more than two tokens ('{0 1 5}'): that is an
-        # error, left to the line parser to locate.
-        warnings.simplefilter("error", pd.errors.ParserWarning)
-        try:
-            entries = _read_table(
-                "\n".join(inners).replace(",", "\n"),
-                names=["index", "value"],
-                sep=r"\s+",
-                dtype={"index": np.int64, "value": np.float64 if all_numbers else object},
-            )
-        except pd.errors.ParserWarning as exc:
-            raise _FastPathFailed("sparse entry with more than two tokens") from exc
+    entries = _read_table(
+        "\n".join(inners).replace(",", "\n"),
+        names=["index", "value"],
+        sep=r"\s+",
+        dtype={"index": np.int64, "value": np.float64 if all_numbers else object},
+    )
     if len(entries) != counts.sum():
         raise _FastPathFailed("empty sparse entry")
     index = entries["index"].to_numpy()
