@@ -225,6 +225,9 @@ ERRORS = [
     ("@relation r\n@attribute x relational\n@data\n", 2, None, "relational is not supported"),
     (HEAD + "1,a\n2,zz\n", 6, 2, "nominal attribute 'c': the value is not one of its 2 declared"),
     (HEAD + "1,a\n2\n", 6, None, "expected 2 values, found 1"),
+    # every row one value too many: pandas only warns and cuts them (the fast path must not)
+    (HEAD + "1,a,zz\n2,b,zz\n", 5, None, "expected 2 values, found 3"),
+    ("@relation r\n@attribute x numeric\n@data\n1,2\n3,4\n", 4, None, "expected 1 values, found 2"),
     (HEAD + "1,a\n\n2,a,3\n", 7, None, "expected 2 values, found 3"),
     (HEAD + "1,a\nzz,b\n", 6, 1, "numeric attribute 'x': the value is not a number"),
     (HEAD + "1,a\n,b\n", 6, 1, "attribute 'x': empty value"),

@@ -58,7 +58,7 @@ def toy(tmp_path):
 
 def test_labels_by_name_in_xml_order_and_feature_encoding(toy):
     arff, xml = toy
-    with pytest.warns(UserWarning, match="string attribute.*note"):
+    with pytest.warns(UserWarning, match="string/date attribute.*note"):
         ds = load_mulan(arff, xml, drop=["id"])
     assert isinstance(ds, MultiLabelDataset)
     assert ds.label_names == ("L1", "L2", "L3")
@@ -413,3 +413,13 @@ def test_issue_16_escaped_label_names_match_the_xml(tmp_path):
     ds = load_mulan(arff, xml)
     assert ds.label_names == ("TAG_m\\'usica", "TAG_dise\\~no")
     np.testing.assert_array_equal(ds.Y, [[1, 0], [0, 1]])
+
+
+def test_date_attributes_are_dropped_like_strings(tmp_path):
+    text = (
+        "@relation d\n@attribute when date 'yyyy-MM-dd'\n@attribute x numeric\n"
+        "@attribute L {0,1}\n@data\n2020-01-02,1,0\n2021-03-04,2,1\n"
+    )
+    with pytest.warns(UserWarning, match="string/date attribute.*'when'.*dropped"):
+        ds = load_mulan(write(tmp_path / "d.arff", text), n_labels=1)
+    assert ds.feature_names == ("x",)

@@ -3,9 +3,10 @@
 Labels are found BY NAME and kept in the order of the XML file, wherever they sit in the
 ARFF file (slashdot has them first, yeast and enron list them in another order). All other
 attributes are features, except the ``drop`` list (identifiers such as genbase's
-``protein``) and string attributes (dropped with a warning).
+``protein``) and string and date attributes (dropped with a warning: free text and time
+stamps are no features for these methods).
 
-Feature encoding: numeric and date attributes as they are; nominal attributes with at most
+Feature encoding: numeric attributes as they are; nominal attributes with at most
 two values as their 0-based code in the declared list (genbase ``{YES,NO}``: YES=0, NO=1);
 nominal attributes with more values as one-hot columns named ``attr=value`` -- dense files
 only, a sparse file with such an attribute must drop it.
@@ -288,7 +289,7 @@ def _reorder(order: list[int], spec: str, source: str) -> list[int]:
 def _feature_indices(
     parsed: ArffData, source: str, label_idx: list[int], drop: list[str]
 ) -> list[int]:
-    """Attribute indices of the features: not labels, not dropped, not strings."""
+    """Attribute indices of the features: not labels, not dropped, not strings or dates."""
     position = {a.name: j for j, a in enumerate(parsed.attributes)}
     unknown = [d for d in drop if d not in position]
     if unknown:
@@ -299,15 +300,13 @@ def _feature_indices(
         raise ArffError(f"cannot drop label attribute(s) {_names(dropped_labels)}", source=source)
     excluded = labels | {position[d] for d in drop}
     candidates = [j for j in range(len(parsed.attributes)) if j not in excluded]
-    strings = [
-        parsed.attributes[j].name for j in candidates if parsed.attributes[j].kind == "string"
-    ]
-    if strings:
+    unusable = [j for j in candidates if parsed.attributes[j].kind in ("string", "date")]
+    if unusable:
+        names = _names([parsed.attributes[j].name for j in unusable])
         warnings.warn(
-            f"{source}: string attribute(s) {_names(strings)} are not features; dropped",
-            stacklevel=3,
+            f"{source}: string/date attribute(s) {names} are not features; dropped", stacklevel=3
         )
-    return [j for j in candidates if parsed.attributes[j].kind != "string"]
+    return [j for j in candidates if j not in set(unusable)]
 
 
 Locate = Callable[[int, int], tuple[int | None, int | None]]
