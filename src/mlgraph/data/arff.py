@@ -12,8 +12,9 @@ String and date attributes are supported in dense data only, dates in ISO-8601 o
 declared Java date format is not interpreted).
 
 Grammar (Weka's): keywords and type names in any case (``@ATTRIBUTE x REAL``); names and
-values quoted with ``'`` or ``"`` (backslash escapes undone) or bare. A bare name or value is
-kept verbatim up to a blank, ``,``, ``{``, ``}`` or ``%``, backslashes and quotes included:
+values quoted with ``'`` or ``"`` (backslash escapes undone) or bare. A bare name runs to the
+next blank, ``{``, ``}`` or ``%``, a bare value to the next ``,`` (blanks around it dropped);
+both are kept verbatim, quotes and backslashes after the first character included:
 ``@attribute TAG_m\\'usica {0,1}`` declares ``TAG_m\\'usica``, as the MULAN XML spells it.
 ``%`` starts a comment anywhere outside quotes; CRLF and CR line ends are accepted.
 
@@ -23,8 +24,8 @@ servers (a path to a private file must not copy the file into an error tag).
 
 Speed: the data section is parsed by the C engine of :func:`pandas.read_csv` (dense rows
 as a table, sparse rows as one ``index value`` line per entry) and then encoded with
-vectorised numpy. Anything that path cannot take (quoted values, comment lines inside the
-data, malformed rows) goes through a line-by-line parser, which is the reference: it
+vectorised numpy. Anything that path cannot take (quoted values, malformed rows) goes
+through a line-by-line parser, which is the reference: it
 either returns the same result or raises :class:`ArffError` with the file and line.
 """
 

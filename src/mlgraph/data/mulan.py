@@ -247,9 +247,8 @@ def meka_label_indices(relation: str, n_attributes: int, source: str = "<string>
             continue
         if name != "unsupervised.attribute.Reorder" or not opts.startswith("R"):
             raise ArffError(
-                f"the MEKA header's -C {count} precedes the attribute filter "
-                f"{show('weka.filters.' + name)}, which may have moved the labels; "
-                "give the MULAN XML file or n_labels",
+                f"the MEKA header's -C {count} precedes an attribute filter other than "
+                "Reorder, which may have moved the labels; give the MULAN XML file or n_labels",
                 source=source,
             )
         order = _reorder(order, opts[1:], source)
