@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import scipy.linalg
+from scipy.sparse.csgraph import connected_components
 from sklearn.base import clone
 from sklearn.kernel_ridge import KernelRidge
 
@@ -87,6 +88,12 @@ def test_ml_mrrw_matches_eq19_assembled_densely(graph, nu):
     np.testing.assert_allclose(est.decision_function(X_test), scores, rtol=1e-10, atol=1e-10 * np.abs(scores).max())
     np.testing.assert_array_equal(est.predict(X_test), (scores > 0).astype(np.int8))
     assert est.solver_report_["solver"] == "exact" and est.solver_report_["residual"] < 1e-12
+    # Cholesky of ν M K M + λ M needs Ξ = νI and every graph component to hold a labelled point.
+    _, comp = connected_components(W > 0)
+    spd = nu[0] == nu[1] and set(comp) == set(comp[lab])
+    assert est.solver_report_["factorisation"] == ("cholesky" if spd else "lu")
+    if (kind, nu) in {("knn", (1.0, 1.0)), ("epsilon", (1.0, 1.0))}:
+        assert spd == (kind == "knn")  # both paths are exercised
 
 
 def test_test_kernel_in_blocks_equals_one_block(monkeypatch):
