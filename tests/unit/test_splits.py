@@ -1,6 +1,7 @@
 """Published train/test splits (protocol=fixed): loading, checks, genbase's overlap."""
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,3 +89,28 @@ def test_fixed_protocol_refuses_dual_set_data():
     dataset = OmegaConf.create({"_target_": "mlgraph.data.dual_set.frequency_gender", "name": "fg"})
     with pytest.raises(ValueError, match="protocol=fixed"):
         load_from_config(dataset, OmegaConf.create({"_target_": "mlgraph.protocols.fixed_split_trials"}))
+
+
+@needs_datasets
+@pytest.mark.parametrize("overrides, n_trials, sizes", [
+    (["dataset=emotions", "protocol=fixed"], 1, (391, 202)),
+    (["dataset=emotions", "protocol=fixed", "protocol.rates=[0.1,0.2]", "protocol.repeats=2"], 4, (391, 202)),
+    (["dataset=emotions", "protocol=cv10", "protocol.stratify=iterative"], 10, None),
+])
+def test_protocols_from_the_composed_config(overrides, n_trials, sizes):
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import call
+
+    import mlgraph.tracking  # noqa: F401  (the `abspath` resolver)
+    from mlgraph.experiment import load_from_config
+    from mlgraph.protocols import protocol_inputs
+
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf)):
+        cfg = compose("config", overrides=overrides)
+    data = load_from_config(cfg.dataset, cfg.protocol)
+    protocol = {k: v for k, v in cfg.protocol.items() if k != "normalise"}
+    trials = call(protocol, seed=cfg.seed, **protocol_inputs(protocol, data))
+    assert len(trials) == n_trials and data.n_samples == 593
+    if sizes:
+        assert all((len(t.train), len(t.test)) == sizes for t in trials)
