@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import gzip
 import signal
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -194,10 +196,24 @@ def classify(original: ArffData, mutated: bytes, expected: tuple, source: str) -
     return "different"
 
 
+def load_dataset_mutant(path, xml) -> str:
+    """A mutant that parses, loaded as a MULAN dataset: it loads or raises a clear ArffError."""
+    try:
+        with time_guard(TIME_GUARD_S), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # an attribute mutated into a string
+            load_mulan(path, xml)
+    except ArffError as exc:
+        assert str(exc).startswith((str(path), str(xml))), str(exc)
+        assert MARK not in str(exc)
+        return "dataset error"
+    return "dataset loads"
+
+
 @pytest.mark.parametrize("name", sorted(SLICES))
-def test_mutated_files_load_identically_or_raise_arff_error(name):
+def test_mutated_files_load_identically_or_raise_arff_error(name, tmp_path):
     text = SLICES[name]
-    source = f"{name}-mutant.arff"
+    source = str(tmp_path / f"{name}-mutant.arff")
+    xml = BUILTIN_DIR / f"{name.removesuffix('-sparse')}.xml"
     original = parse_arff(text, source)
     assert original.data.shape[0] == ROWS
     rng = np.random.default_rng([SEED, sorted(SLICES).index(name)])
@@ -206,12 +222,17 @@ def test_mutated_files_load_identically_or_raise_arff_error(name):
         mutate = MUTATORS[case % len(MUTATORS)]
         mutated, expected, _ = mutate(rng, text)
         try:
-            counts[classify(original, mutated, expected, source)] += 1
+            outcome = classify(original, mutated, expected, source)
+            counts[outcome] += 1
+            if outcome != "error":  # the dataset level: labels, features, missing values
+                Path(source).write_bytes(mutated)
+                counts[load_dataset_mutant(source, xml)] += 1
         except Exception as exc:  # noqa: BLE001 - report the case, then fail
             counts["other"] += 1
             raise AssertionError(f"{mutate.__name__} case {case}: {exc!r}") from exc
     print(f"\n{name}: {CASES} cases, {dict(counts)}")
-    assert sum(counts.values()) == CASES and counts["other"] == 0
+    assert counts["error"] + counts["identical"] + counts["different"] == CASES
+    assert counts["other"] == 0
     assert counts["error"] > CASES // 4 and counts["identical"] + counts["different"] > 0
 
 
