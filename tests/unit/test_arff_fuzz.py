@@ -120,7 +120,11 @@ def duplicate_lines(rng, text):
     mutated = "\n".join(lines[: k + 1] + [lines[k]] + lines[k + 1 :])
     rows = data_lines(text)
     i = rows.index(k) if k in rows else len(rows)
-    return mutated.encode(), ("rows", list(range(i + 1)) + list(range(i, len(rows)))[: len(rows) + (k in rows)]), None
+    return (
+        mutated.encode(),
+        ("rows", list(range(i + 1)) + list(range(i, len(rows)))[: len(rows) + (k in rows)]),
+        None,
+    )
 
 
 def bad_gzip(rng, text):

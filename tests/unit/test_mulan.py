@@ -295,7 +295,8 @@ def test_meka_header_gives_the_first_labels():
 
 def binary(relation: str) -> str:
     """Four {0,1} attributes A, B, C, D and one row, under the given relation name."""
-    return f"@relation {relation}\n" + "".join(f"@attribute {a} {{0,1}}\n" for a in "ABCD") + "@data\n1,0,1,1\n"
+    attributes = "".join(f"@attribute {a} {{0,1}}\n" for a in "ABCD")
+    return f"@relation {relation}\n{attributes}@data\n1,0,1,1\n"
 
 
 @pytest.mark.parametrize(

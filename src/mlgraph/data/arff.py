@@ -150,8 +150,8 @@ def read_bytes(path: str | Path) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as exc:  # IsADirectoryError, FileNotFoundError, PermissionError, ...
-        raise ArffError(f"cannot read the file ({exc.strerror or type(exc).__name__})",
-                        source=str(path)) from None
+        reason = exc.strerror or type(exc).__name__  # "Is a directory": no file content
+        raise ArffError(f"cannot read the file ({reason})", source=str(path)) from None
 
 
 def parse_arff(content: str | bytes, source: str = "<string>") -> ArffData:
@@ -285,8 +285,9 @@ def _parse_attribute(rest: str) -> Attribute:
         try:
             fields = _split_fields(tail[1:close])
         except _ValueProblem as exc:
-            raise ValueError(f"nominal attribute {show(name)}: declared value {exc.column} "
-                             "is badly quoted") from None
+            raise ValueError(
+                f"nominal attribute {show(name)}: declared value {exc.column} is badly quoted"
+            ) from None
         values = tuple(_nominal_value(k, *field, name) for k, field in enumerate(fields, 1))
         if len(set(values)) != len(values):
             first, again = _first_repeat(values)
@@ -655,7 +656,9 @@ def _parse_lines(
             rows.append(parse_row(line, columns))
         except ValueError as exc:
             column = getattr(exc, "column", None)
-            raise ArffError(str(exc), source=source, line=first_line + offset, column=column) from None
+            raise ArffError(
+                str(exc), source=source, line=first_line + offset, column=column
+            ) from None
     n_attributes = len(columns.attributes)
     if not sparse:
         return np.array(rows, dtype=np.float64).reshape(len(rows), n_attributes)

@@ -40,7 +40,15 @@ from xml.parsers import expat
 import numpy as np
 import scipy.sparse as sp
 
-from mlgraph.data.arff import ArffData, ArffError, Attribute, data_row_line, parse_arff, read_bytes, show
+from mlgraph.data.arff import (
+    ArffData,
+    ArffError,
+    Attribute,
+    data_row_line,
+    parse_arff,
+    read_bytes,
+    show,
+)
 
 MissingPolicy = Literal["error", "zero", "mean"]
 MISSING_POLICIES = ("error", "zero", "mean")
@@ -222,7 +230,9 @@ def _label_indices(
     raise ValueError(f"label_location={label_location!r}: expected 'first' or 'last'")
 
 
-def meka_label_indices(relation: str, n_attributes: int, source: str = "<string>") -> list[int] | None:
+def meka_label_indices(
+    relation: str, n_attributes: int, source: str = "<string>"
+) -> list[int] | None:
     """Label attribute indices from a MEKA relation name ``'NAME: -C n ...'`` (None: no ``-C``).
 
     ``n > 0``: the first n attributes, ``n < 0``: the last -n, as MEKA wrote the file; the
@@ -428,7 +438,10 @@ def check_missing(
     if fatal.any():
         row, col = _first_position(X, fatal)
         if np.isnan(X[row, col]):
-            what = f"missing value (?) of feature {show(names[col])}; missing='zero' or 'mean' imputes"
+            what = (
+                f"missing value (?) of feature {show(names[col])}; "
+                "missing='zero' or 'mean' imputes"
+            )
         else:
             what = f"infinite value of feature {show(names[col])}"
         line, column = locate(row, col)

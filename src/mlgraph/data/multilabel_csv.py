@@ -62,9 +62,7 @@ def load_csv_dataset(
         return _row_line(text, row), table.columns.get_loc(column) + 1
 
     Y = np.column_stack([_label(table, c, source, locate) for c in labels]).astype(np.int8)
-    X = np.column_stack(
-        [_feature(table, c, source, locate) for c in features] or [np.empty((len(table), 0))]
-    )
+    X = np.column_stack([_feature(table, c, source, locate) for c in features] or [np.empty((len(table), 0))])
     X = check_missing(X, features, missing, source, lambda row, k: locate(row, features[k]))
     return MultiLabelDataset(
         name=name or Path(source).name.removesuffix(".gz").removesuffix(".csv"),
@@ -85,9 +83,7 @@ def _read_table(text: str, sep: str, source: str) -> pd.DataFrame:
     except csv.Error as exc:  # "field larger than field limit": no content in it
         raise ArffError(f"cannot be read as a table ({exc})", source=source, line=reader.line_num) from None
     try:
-        return pd.read_csv(
-            io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, na_filter=False
-        )
+        return pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, na_filter=False)
     except (pd.errors.ParserError, ValueError) as exc:  # quoting that csv and pandas read apart
         line = _PANDAS_LINE.search(str(exc))  # "... in line 5 ...": the line, not the text
         raise ArffError(
@@ -122,9 +118,7 @@ def _columns(table: pd.DataFrame, labels: list[str], drop: list[str], source: st
         raise ValueError("label_columns is empty: name the label columns")
     absent = [c for c in labels + drop if c not in table.columns]
     if absent:
-        raise ArffError(
-            "no such column(s): " + ", ".join(show(c) for c in absent[:20]), source=source
-        )
+        raise ArffError("no such column(s): " + ", ".join(show(c) for c in absent[:20]), source=source)
     both = set(labels) & set(drop)
     if both or len(set(labels)) != len(labels):
         raise ValueError(f"label_columns {labels} repeat a column or share one with drop {drop}")
