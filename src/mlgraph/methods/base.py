@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import check_scoring
 from sklearn.utils import _safe_indexing
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, validate_data
 
 from mlgraph.cache import cached
@@ -55,7 +56,7 @@ class MultiLabelClassifierMixin(ClassifierMixin):
     def _check_fit_data(self, X, Y, densify: bool = True) -> tuple:
         """Validated (X float64, Y int8 with −1 rows, labelled mask); sparse X is kept as CSR
         when ``densify`` is False."""
-        X = fitted_features(self, X, reset=True, densify=False)
+        X, Y = fitted_data(self, X, Y, densify=False)
         Y, labelled = split_labelled(Y)
         if X.shape[0] != Y.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
@@ -135,12 +136,23 @@ def dense(X) -> np.ndarray:
     return X.toarray() if sp.issparse(X) else X
 
 
+_X_CHECKS = {"dtype": np.float64, "accept_sparse": "csr"}
+
+
 def fitted_features(est: BaseEstimator, X, reset: bool, densify: bool = True):
     """X as float64 (dense, or CSR when not ``densify``) through scikit-learn's ``validate_data``:
     ``reset`` (in ``fit``) sets ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame),
     otherwise they are checked, with scikit-learn's error message."""
-    X = validate_data(est, X, dtype=np.float64, accept_sparse="csr", reset=reset)
+    X = validate_data(est, X, reset=reset, **_X_CHECKS)
     return dense(X) if densify else X
+
+
+def fitted_data(est: BaseEstimator, X, Y, densify: bool = True) -> tuple:
+    """(X, Y) in ``fit``: X as :func:`fitted_features` with ``reset``, Y an array of any shape
+    (the caller checks it); a missing Y gets scikit-learn's "requires y to be passed" error."""
+    X, Y = validate_data(est, X, Y, reset=True,
+                         validate_separately=(_X_CHECKS, {"dtype": None, "ensure_2d": False}))
+    return (dense(X) if densify else X), Y
 
 
 def check_features(X, n_features: int | None = None) -> np.ndarray:
@@ -153,7 +165,11 @@ def check_features(X, n_features: int | None = None) -> np.ndarray:
 
 def split_labelled(Y) -> tuple[np.ndarray, np.ndarray]:
     """Return (Y as int8 with −1 rows kept, boolean mask of labelled rows); validate values."""
-    Y = check_array(Y, dtype=None, ensure_2d=True, input_name="Y")  # validate before casting
+    Y = check_array(Y, dtype=None, ensure_2d=False, input_name="Y")  # validate before casting
+    check_classification_targets(Y)  # "Unknown label type" for continuous values
+    if Y.ndim != 2:
+        raise ValueError(f"Y must be the n × q label matrix (one 0/1 column per label), got a {Y.ndim}-D "
+                         f"array; a single label is Y.reshape(-1, 1)")
     unlabelled = (Y == -1).all(axis=1)
     if not np.isin(Y[~unlabelled], (0, 1)).all():
         raise ValueError("Y must hold 0/1 on labelled rows and −1 on every entry of unlabelled rows")

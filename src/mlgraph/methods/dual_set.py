@@ -82,7 +82,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.model_selection import cross_val_predict
 from sklearn.utils.validation import check_array, check_is_fitted, has_fit_parameter
 
-from mlgraph.methods.base import check_params, fitted_features, positive, positive_int
+from mlgraph.methods.base import check_params, fitted_data, fitted_features, positive, positive_int
 from mlgraph.methods.rbf_network import MLRBF, RBFNetwork
 from mlgraph.metrics import dual_set_accuracy
 
@@ -123,7 +123,7 @@ class DualSetEstimator(ClassifierMixin, BaseEstimator):
     """
 
     def _validate_fit(self, X, Y) -> tuple[np.ndarray, list[np.ndarray]]:
-        X = fitted_features(self, X, reset=True)
+        X, Y = fitted_data(self, X, Y)
         Y = check_array(Y, dtype=None, ensure_2d=True, input_name="Y")
         if Y.shape != (X.shape[0], 2):
             raise ValueError(f"Y must have shape (n_samples, 2) = ({X.shape[0]}, 2): column 0 holds the "

@@ -57,6 +57,7 @@ from mlgraph.graphs import squared_distances
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
     check_params,
+    fitted_data,
     fitted_features,
     nonneg,
     positive,
@@ -189,7 +190,7 @@ class RBFNetwork(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         """Fit on (X, y); ``sample_weight`` (non-negative, not all 0) weights every stage."""
         check_params(self, self._rules)
-        X = fitted_features(self, X, reset=True)
+        X, y = fitted_data(self, X, y)
         y = column_or_1d(y, warn=True)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}")
@@ -221,7 +222,8 @@ class RBFNetwork(ClassifierMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         """The class with the largest output (first one on ties)."""
-        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+        scores = self.decision_function(X)  # checks that the model is fitted
+        return self.classes_[np.argmax(scores, axis=1)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

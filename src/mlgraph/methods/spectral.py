@@ -70,7 +70,7 @@ from numbers import Integral
 
 import numpy as np
 import scipy.linalg
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.graphs import gaussian_kernel, median_sigma
@@ -171,7 +171,7 @@ def solve_primal(Phi: np.ndarray, degrees: np.ndarray, C: np.ndarray, labelled: 
     return sol[:r], sol[r]
 
 
-class MLFSKSC(MultiLabelClassifierMixin, BaseEstimator):
+class MLFSKSC(MultiLabelClassifierMixin, TransformerMixin, BaseEstimator):
     """ML-FSKSC [33]: fixed-size multi-label semi-supervised regularized KSC (see the module).
 
     gamma1 : weight γ1 ≥ 0 of the (maximised) KSC term eᵀD⁻¹e over all training points; the
