@@ -7,7 +7,8 @@ OUT    ?= outputs
 PORT   ?= 5000
 ARGS   ?=
 
-.PHONY: install test test-fast lint run ui bench sweep-reliance sweep-hparams compare report fs-sweep clean
+.PHONY: install test test-fast lint run ui bench sweep-reliance sweep-hparams compare report fs-sweep clean \
+        slurm-up slurm-down server-up server-down test-cluster
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,3 +56,20 @@ report: $(STAMP)  ## figures and Friedman/post-hoc tables of a comparison, read 
 
 clean:  ## remove run outputs (keeps the MLflow store)
 	rm -rf $(OUT)/runs $(OUT)/multiruns
+
+# Services of issue 12 on this machine (root, apt-get; state in $MLGRAPH_SERVICES_DIR, default
+# /tmp/mlgraph-services). See README, "On a SLURM cluster with a team server".
+slurm-up:  ## one-node SLURM cluster (munged, slurmdbd, slurmctld, slurmd), installs slurm-wlm if missing
+	bash scripts/slurm-up.sh
+
+slurm-down:  ## stop the daemons slurm-up started
+	bash scripts/slurm-down.sh
+
+server-up: $(STAMP)  ## PostgreSQL + `mlflow server` on 127.0.0.1:$MLGRAPH_SERVER_PORT (default 5000)
+	bash scripts/server-up.sh
+
+server-down:  ## stop the MLflow server and PostgreSQL that server-up started
+	bash scripts/server-down.sh
+
+test-cluster: $(STAMP)  ## sweeps through the real SLURM into the PostgreSQL-backed server (starts both)
+	$(BIN)/python -m pytest -m cluster tests/cluster
