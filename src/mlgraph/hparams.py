@@ -26,7 +26,7 @@ import mlflow
 import pandas as pd
 from omegaconf import OmegaConf
 
-CONF = Path(__file__).resolve().parents[2] / "conf" / "hparams"
+CONF = Path(__file__).resolve().parent / "conf" / "hparams"  # the checkout's conf/hparams (src/mlgraph/conf links it)
 
 
 def ranked_runs(experiment: str, dataset: str, method: str, metric: str = "avg_precision_overall",
@@ -71,7 +71,8 @@ def hparams_yaml(best: pd.Series, keys: tuple[str, ...], source: str, defaults: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="mlgraph hparams", description=__doc__.split("\n\n")[0],
+                                     epilog="Selection rule and example: see `pydoc mlgraph.hparams`.")
     parser.add_argument("experiment")
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--method", default="mlmrrw")

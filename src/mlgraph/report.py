@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -21,7 +22,7 @@ from mlgraph.metrics import METRICS  # noqa: E402
 TITLES = {"avg_precision": "Average precision", "micro_f1": "Micro-F1", "macro_f1": "Macro-F1",
           "accuracy_a": "Accuracy-a", "accuracy_b": "Accuracy-b", "accuracy_all": "Accuracy-all"}
 FIG1_METRICS = ("avg_precision", "micro_f1", "macro_f1")
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "conf"
+log = logging.getLogger(__name__)
 
 
 def plot_metrics_vs_rate(summaries: Mapping[str, pd.DataFrame],
@@ -509,23 +510,19 @@ def build_report(cfg) -> Path:
                                          "source_runs": ",".join(runs.run_id)[:5000]},
                   params={f"report.{k}": str(v) for k, v in cfg.report.items()})
         mlflow.log_artifacts(str(out))
-    print(f"report: {out / 'report.md'} (MLflow run {run.info.run_id})")
+    log.info("report: %s (MLflow run %s)", out / "report.md", run.info.run_id)
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m mlgraph.report experiment=ssl_comparison [report.alpha=0.1 ...]``: the same
-    config composition as ``python -m run`` (so the preset names the MLflow experiment)."""
+    """``mlgraph report experiment=ssl_comparison [report.alpha=0.1 ...]`` (or ``python -m
+    mlgraph.report ...``): the same config composition as ``mlgraph run`` (so the preset names
+    the MLflow experiment), as a Hydra job whose folder keeps the log; ``--help`` lists the options."""
     import sys
 
-    from hydra import compose, initialize_config_dir
+    from mlgraph.cli import hydra_main
 
-    import mlgraph.tracking  # noqa: F401  (registers the abspath resolver)
-
-    overrides = sys.argv[1:] if argv is None else argv
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=overrides)
-    build_report(cfg)
+    hydra_main(build_report, sys.argv[1:] if argv is None else argv, "report")
 
 
 if __name__ == "__main__":

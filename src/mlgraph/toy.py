@@ -104,22 +104,17 @@ def plot_toy(result: ToyResult, path=None) -> Figure:
     return fig
 
 
-def main(argv: list[str] | None = None) -> None:
-    """``python -m mlgraph.toy [key=value ...]``: run the toy experiment and track it as one MLflow
-    run (experiment ``toy``) with the per-label correlations and Fig. 3 as an artifact; the
-    store and output folder are the project's (``tracking=...`` overrides work as for ``run``)."""
-    import sys
+def run_toy(cfg) -> None:
+    """Run the toy experiment and track it as one MLflow run (experiment ``toy``) with the
+    per-label correlations and Fig. 3 as an artifact, in the store of ``cfg.tracking``."""
+    import logging
     import tempfile
     from pathlib import Path
 
     import mlflow
-    from hydra import compose, initialize_config_dir
 
     from mlgraph.tracking import log_batch, provenance_tags, setup_experiment
 
-    config_dir = Path(__file__).resolve().parents[2] / "conf"
-    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=sys.argv[1:] if argv is None else argv)
     experiment_id = setup_experiment(cfg.tracking.uri, "toy", cfg.tracking.get("artifact_location"))
     result = toy_experiment()
     with mlflow.start_run(experiment_id=experiment_id, run_name="ml2-toy") as run, \
@@ -128,7 +123,18 @@ def main(argv: list[str] | None = None) -> None:
                   metrics=[(f"correlation_label{j + 1}", r, 0) for j, r in enumerate(result.correlation)])
         plot_toy(result, Path(tmp) / "toy_fig3.png")
         mlflow.log_artifact(str(Path(tmp) / "toy_fig3.png"))
-    print(f"ML² toy: correlation per label {np.round(result.correlation, 4)} (MLflow run {run.info.run_id})")
+    logging.getLogger(__name__).info("ML² toy: correlation per label %s (MLflow run %s)",
+                                     np.round(result.correlation, 4), run.info.run_id)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``mlgraph toy [key=value ...]`` (or ``python -m mlgraph.toy``): :func:`run_toy` as a Hydra
+    job on the project's config (``tracking=...`` overrides work as for ``mlgraph run``)."""
+    import sys
+
+    from mlgraph.cli import hydra_main
+
+    hydra_main(run_toy, sys.argv[1:] if argv is None else argv, "toy")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,91 @@
+"""The ``mlgraph`` command (also ``python -m mlgraph``): every task takes Hydra overrides.
+
+    mlgraph run method=mlmrrw dataset=yeast        # = python -m run in a checkout; -m for a sweep
+    mlgraph report experiment=ssl_comparison       # figures and tables of a tracked comparison
+    mlgraph toy                                    # paper 002's ML² toy experiment
+    mlgraph hparams hparam_search --dataset yeast  # pick tuned hyper-parameters from a sweep
+
+``run``, ``report`` and ``toy`` compose the same primary config (``conf/config.yaml``, inside the
+package: ``src/mlgraph/conf`` links the checkout's ``conf/``, a wheel holds a copy), so ``--help``,
+``--cfg job``, ``-m`` and ``-sc install=bash`` work alike for each.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib import import_module
+from pathlib import Path
+from typing import Callable
+
+CONFIG_DIR = Path(__file__).resolve().parent / "conf"
+
+# name: (module:function taking the composed config, or module:main taking argv, one-line summary)
+COMMANDS = {
+    "run": ("mlgraph.experiment:run_from_hydra", "one tracked experiment, or a sweep with -m"),
+    "report": ("mlgraph.report:build_report", "figures and significance tables of a comparison"),
+    "toy": ("mlgraph.toy:run_toy", "paper 002's ML² toy experiment (Fig. 3), tracked"),
+    "hparams": ("mlgraph.hparams:main", "pick tuned hyper-parameters from an exploration sweep"),
+}
+HYDRA_COMMANDS = ("run", "report", "toy")
+COMPLETION_FLAGS = ("-sc", "--shell-completion")
+
+
+def _load(target: str) -> Callable:
+    module, name = target.split(":")
+    return getattr(import_module(module), name)
+
+
+def hydra_main(task: Callable, argv: list[str], name: str) -> None:
+    """Run ``task(cfg)`` as a Hydra app on the package's primary config with ``argv`` as its
+    command line; its job (log file, ``--help`` text in ``conf/hydra/help/<name>.yaml``) is
+    called ``name`` whatever module ``task`` lives in."""
+    import hydra
+
+    import mlgraph.tracking  # noqa: F401  (registers the abspath resolver used by the config)
+
+    sys.argv = [sys.argv[0], *argv, f"hydra.job.name={name}", f"hydra/help={name}"]
+    hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")(task)()
+
+
+def usage() -> str:
+    rows = "\n".join(f"  {name:<8} {summary}" for name, (_, summary) in COMMANDS.items())
+    return (f"usage: mlgraph COMMAND [ARGS...]   (or python -m mlgraph COMMAND ...)\n\ncommands:\n{rows}\n\n"
+            "`mlgraph COMMAND --help` lists a command's config groups and options.\n"
+            "Shell completion (bash): eval \"$(mlgraph -sc install=bash)\"")
+
+
+def complete(argv: list[str]) -> None:
+    """Answer the shell-completion script Hydra installs (it calls ``mlgraph -sc query=bash``
+    with the typed line in ``COMP_LINE``): command names first, then the command's Hydra
+    completion on the line without the command word."""
+    line = os.environ.get("COMP_LINE", "")
+    words = line.split()
+    if not any(a.startswith("query=") for a in argv):  # install=bash, uninstall=bash: Hydra's script
+        return hydra_main(_load(COMMANDS["run"][0]), argv, "run")
+    if len(words) < 2 or (len(words) == 2 and not line.endswith(" ")):
+        typed = words[1] if len(words) == 2 else ""
+        print(" ".join(c for c in COMMANDS if c.startswith(typed)))
+    elif words[1] in HYDRA_COMMANDS:
+        os.environ["COMP_LINE"] = line.replace(f" {words[1]}", "", 1)
+        hydra_main(_load(COMMANDS[words[1]][0]), argv, words[1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``mlgraph`` console script."""
+    from mlgraph.signals import exit_conventionally
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in COMPLETION_FLAGS:
+        return complete(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return
+    if argv[0] not in COMMANDS:
+        sys.exit(f"mlgraph: unknown command {argv[0]!r}\n\n{usage()}")
+    name, rest = argv[0], argv[1:]
+    with exit_conventionally():
+        if name in HYDRA_COMMANDS:
+            hydra_main(_load(COMMANDS[name][0]), rest, name)
+        else:
+            _load(COMMANDS[name][0])(rest)
