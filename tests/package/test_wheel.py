@@ -95,3 +95,16 @@ def test_every_command_answers_help(installed, tmp_path, command):
     if command != "hparams":
         assert "tracking" in proc.stdout and "Traceback" not in proc.stderr
     assert not (tmp_path / "out").exists()  # --help runs nothing
+
+
+def test_bash_completion_of_commands_and_overrides(installed, tmp_path):
+    """Hydra's bash completion script, installed for the console script, completes the command
+    word, then the chosen command's config groups and options."""
+    script = 'eval "$(mlgraph -sc install=bash)"\n' + "".join(
+        f'COMP_LINE="{line}"; COMP_WORDS=({line}); COMP_CWORD={len(line.split()) - 1}; COMP_POINT={len(line)}\n'
+        'hydra_bash_completion; echo "${COMPREPLY[@]}"\n'
+        for line in ("mlgraph ru", "mlgraph run method=mlm", "mlgraph report experiment=ssl"))
+    env = {**os.environ, "PATH": f"{installed[0]}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.stdout.splitlines() == ["run", "method=mlmr method=mlmrrw",
+                                        "experiment=ssl_comparison experiment=ssl_comparison_mediamill"]
