@@ -27,8 +27,9 @@ Solvers (parameter ``solver``):
   from the eigenvectors of K_mm, eigenvalues below 1e-10·λ_max dropped), in Eq. 19 and in Eq. 20
   alike. Eq. 19 with K̃ is then solved exactly by the Woodbury identity: with
   S = λI + Φᵀ Ξ M Φ (r×r, r ≤ m), Φᵀ Ξ Θ = S⁻¹ Φᵀ Ξ Y and F̃ = Φ_e S⁻¹ Φᵀ Ξ Y, so the fit costs
-  O(n m (d + r)) time and O(n m) memory, the graph is built without an n×n matrix, and a
-  prediction needs the kernel to the m landmarks only. With every training point a landmark
+  O(n m (d + r)) time and O(n m) memory plus the neighbour search of the graph (scikit-learn's
+  ``NearestNeighbors`` for kNN: trees in low dimension, otherwise brute force in chunks, never an
+  n×n matrix), and a prediction needs the kernel to the m landmarks only. With every training point a landmark
   (``n_landmarks ≥ n``) and K of full numerical rank it is the exact solution.
 
 ``solver_report_`` records the solver (and the exact solver's factorisation), the landmarks and
@@ -65,10 +66,12 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator
+from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.graphs import KINDS, WEIGHTS, gaussian_kernel, laplacian, median_sigma, squared_distances
-from mlgraph.graphs.kernels import exp_scaled, row_blocks
+from mlgraph.graphs.kernels import blas_threads, exp_scaled, row_blocks
+from mlgraph.graphs.sparsify import check_k, graph_from_pairs, unique_pairs
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
     cached_graph,
@@ -82,6 +85,8 @@ from mlgraph.methods.base import (
 SOLVERS = ("exact", "nystrom")
 # Elements of one block of the test kernel in decision_function (bounds its memory).
 _KERNEL_BLOCK = 1 << 24
+# Rows per sparse-times-dense product while assembling (bounds the temporaries).
+_ASSEMBLY_ROWS = 64
 # Rows of Eq. 19 whose residual solver_report_ records.
 _RESIDUAL_ROWS = 16
 
@@ -92,8 +97,8 @@ def _eq19_matrix(K: np.ndarray, M: sp.csr_matrix, xi: np.ndarray, lam: float) ->
     A = np.empty_like(K)
 
     def assemble(block: slice) -> None:
-        for start in range(block.start, block.stop, 256):  # small temporaries
-            rows = slice(start, min(block.stop, start + 256))
+        for start in range(block.start, block.stop, _ASSEMBLY_ROWS):
+            rows = slice(start, min(block.stop, start + _ASSEMBLY_ROWS))
             np.multiply(M[rows] @ K, xi, out=A[rows])
 
     row_blocks(n, assemble, n)
@@ -107,13 +112,13 @@ def _symmetric_matrix(K: np.ndarray, M: sp.csr_matrix, nu: float, lam: float) ->
     MK = np.empty_like(K)
 
     def left(block: slice) -> None:
-        for start in range(block.start, block.stop, 256):
-            rows = slice(start, min(block.stop, start + 256))
+        for start in range(block.start, block.stop, _ASSEMBLY_ROWS):
+            rows = slice(start, min(block.stop, start + _ASSEMBLY_ROWS))
             MK[rows] = M[rows] @ K
 
     def right(block: slice) -> None:                                           # rows of (M K) M = (M (M K)ᵀ)ᵀ
-        for start in range(block.start, block.stop, 256):
-            rows = slice(start, min(block.stop, start + 256))
+        for start in range(block.start, block.stop, _ASSEMBLY_ROWS):
+            rows = slice(start, min(block.stop, start + _ASSEMBLY_ROWS))
             np.multiply((M @ MK[rows].T).T, nu, out=S[rows])
 
     row_blocks(n, left, n)
@@ -187,12 +192,20 @@ class _ManifoldRegularization(MultiLabelClassifierMixin, BaseEstimator):
         return self
 
     def _graph(self, Xs: np.ndarray, sqdist: np.ndarray | None) -> sp.csr_matrix:
-        """σ (Eq. 5, median heuristic × sigma_scale) and the weight matrix W (Eq. 6–10)."""
+        """σ (Eq. 5, median heuristic × sigma_scale) and the weight matrix W (Eq. 6–10). Without
+        ``sqdist`` (Nyström) a kNN graph comes from scikit-learn's neighbour search (trees where
+        they help, no n×n matrix; exact ties may go to other indices than the exact path's)."""
         if self.sigma is None:
             base_sigma = median_sigma(Xs, random_state=self.random_state, sqdist=sqdist)
         else:
             base_sigma = self.sigma
         self.sigma_ = float(base_sigma) * self.sigma_scale
+        if sqdist is None and self.graph == "knn":
+            k = check_k(self.k, Xs.shape[0])
+            nearest = NearestNeighbors(n_neighbors=k, n_jobs=blas_threads()).fit(Xs).kneighbors(return_distance=False)
+            pairs = unique_pairs(Xs.shape[0], np.repeat(np.arange(Xs.shape[0]), k), nearest.ravel())
+            self.graph_ = graph_from_pairs(Xs, self.sigma_, *pairs).weights(self.weights)
+            return self.graph_
         self.graph_ = cached_graph(self.memory, Xs, kind=self.graph, sigma=self.sigma_, weights=self.weights,
                                    k=self.k, eps=self.eps, b=self.b, random_state=self.random_state,
                                    sqdist=sqdist)
