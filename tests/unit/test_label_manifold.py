@@ -6,13 +6,16 @@ import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg
 from scipy.optimize import minimize
+from shared_data import needs_datasets
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
 import mlgraph.methods.label_manifold as label_manifold_module
+from mlgraph.data import load_dataset
 from mlgraph.graphs import squared_distances
 from mlgraph.methods.label_manifold import ML2, label_manifold, lle_weights, sign_msvr, sign_msvr_objective
 from mlgraph.metrics import average_precision, hamming_loss
+from mlgraph.protocols import labelling_rate_trials
 from mlgraph.toy import plot_toy, toy_experiment
 
 
@@ -55,6 +58,14 @@ def test_lle_reconstructs_a_point_in_the_affine_span_of_its_neighbours():
     assert np.abs(lle_weights(plane, 3, reg=1.0) @ plane - plane).max() > 1e-2
 
 
+def test_lle_gram_from_squared_distances_equals_the_direct_gram():
+    """With sqdist the local Gram matrices come from ½(D_ij + D_ik − D_jk), not from Z Zᵀ."""
+    X = np.random.default_rng(3).normal(size=(60, 8))
+    W_direct, W_sqdist = lle_weights(X, 7), lle_weights(X, 7, sqdist=squared_distances(X))
+    np.testing.assert_array_equal(W_direct.indices, W_sqdist.indices)
+    np.testing.assert_allclose(W_sqdist.toarray(), W_direct.toarray(), rtol=0, atol=1e-12)
+
+
 def test_lle_collinear_and_duplicate_neighbours_do_not_crash():
     t = np.linspace(0, 1, 12)[:, None]
     line = np.hstack([t, 2 * t, -t])                       # collinear: G has rank 1 for K = 5
@@ -77,12 +88,16 @@ def _qp_problem(n=40, q=3, k=4, seed=2):
     return W, Y, A.T @ A
 
 
-@pytest.mark.parametrize("dense_limit", [3000, 0], ids=["dense-polish", "sparse-polish"])
-def test_label_manifold_is_feasible_and_satisfies_kkt(monkeypatch, dense_limit):
+@pytest.mark.parametrize("dense_limit, solver, path", [
+    (6000, "active-set", ["active-set", "L-BFGS-B+active-set"]),   # labels 0 and 2 cycle: fallback
+    (6000, "lbfgsb", ["L-BFGS-B+active-set"]),
+    (0, "active-set", ["L-BFGS-B+active-set"]),                     # sparse M: the previous path
+], ids=["active-set", "lbfgsb-dense-polish", "sparse-polish"])
+def test_label_manifold_is_feasible_and_satisfies_kkt(monkeypatch, dense_limit, solver, path):
     monkeypatch.setattr(label_manifold_module, "_DENSE_QP_LIMIT", dense_limit)
     W, Y, M = _qp_problem()
-    mu, info = label_manifold(W, Y, lam=1.0, return_info=True)
-    assert all(i["solver"] == "L-BFGS-B+active-set" for i in info)
+    mu, info = label_manifold(W, Y, lam=1.0, solver=solver, return_info=True)
+    assert {i["solver"] for i in info} == set(path)
     y = 2.0 * Y - 1
     assert (y * mu >= 1.0 - 1e-8).all()
     g = 2 * M @ mu
@@ -91,6 +106,69 @@ def test_label_manifold_is_feasible_and_satisfies_kkt(monkeypatch, dense_limit):
     assert active.any(axis=0).all() and (~active).any(axis=0).all()      # a non-trivial case
     assert np.abs(g[~active]).max() < 1e-8 * scale                        # stationary on free coordinates
     assert (y * g)[active].min() > -1e-8 * scale                          # multipliers of active bounds ≥ 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_active_set_solver_equals_the_previous_path(seed):
+    """The batched active-set iterations and the previous per-label path (L-BFGS-B, polish)
+    reach the same optimum: μ equal to the tolerance of the KKT test, exact KKT points."""
+    W, Y, _ = _qp_problem(n=80, q=5, k=8, seed=seed)
+    mu, info = label_manifold(W, Y, return_info=True)
+    ref, ref_info = label_manifold(W, Y, solver="lbfgsb", return_info=True)
+    assert all(i["solver"] == "active-set" and i["kkt"] < 1e-12 for i in info)
+    assert all(i["active_set_iterations"] >= 2 for i in info)
+    np.testing.assert_allclose(mu, ref, atol=1e-9)
+    np.testing.assert_allclose([i["objective"] for i in info], [i["objective"] for i in ref_info], rtol=1e-10)
+
+
+def test_a_cycling_label_falls_back_to_the_previous_path():
+    """Active-set iterations need not converge on a PSD M that is not an M-matrix: on this
+    ill-conditioned problem (K = 4, λ_2(M) ≈ 2e-7) they revisit an active set for labels 0 and
+    2; those labels are solved by L-BFGS-B and the polish instead, and end at KKT points."""
+    W, Y, _ = _qp_problem()
+    y = 2.0 * Y - 1
+    qp = label_manifold_module._QP(W, 1.0)
+    exact, _ = label_manifold_module._pdas(qp, y, y.copy())
+    np.testing.assert_array_equal(np.isfinite(exact).all(axis=0), [False, True, False])
+    mu, info = label_manifold(W, Y, return_info=True)
+    assert [i["solver"] for i in info] == ["L-BFGS-B+active-set", "active-set", "L-BFGS-B+active-set"]
+    assert max(i["kkt"] for i in info) < 1e-12
+    np.testing.assert_allclose(mu[:, 1], exact[:, 1], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("active_share", [0.2, 0.7], ids=["schur-through-inverse", "cholesky-of-M_FF"])
+def test_free_block_solves_match_a_dense_solve(active_share):
+    """Both branches of _QP.solve_free, several labels at once: few active points go through
+    P = (M + c11ᵀ)⁻¹ and the block-inverse identity, many through a Cholesky of M_FF."""
+    W, _, M = _qp_problem(n=90, k=6, seed=5)
+    qp = label_manifold_module._QP(W, 1.0)
+    P, c = qp.inverse()
+    np.testing.assert_allclose(P @ (M + c), np.eye(90), atol=1e-8)
+    rng = np.random.default_rng(0)
+    free = rng.random((90, 3)) > active_share
+    rhs = np.where(free, rng.normal(size=(90, 3)), 0.0)
+    x, good = qp.solve_free(free, rhs, np.zeros_like(rhs))
+    assert good.all()
+    for k in range(3):
+        f = free[:, k]
+        Mff = M[np.ix_(f, f)]
+        assert np.abs(Mff @ x[f, k] - rhs[f, k]).max() < 1e-13 * np.abs(Mff).sum(axis=1).max() * np.abs(x).max()
+        np.testing.assert_allclose(x[f, k], np.linalg.solve(Mff, rhs[f, k]), rtol=1e-8)
+        assert (x[~f, k] == 0).all()
+
+
+@needs_datasets
+def test_active_set_solver_on_a_yeast_half():
+    """Real weights (yeast half, K = 15): the same μ as the previous path, every label exact."""
+    data = load_dataset("yeast", "yeast.arff.gz", "yeast.xml")
+    train = labelling_rate_trials(data.n_samples, rates=[1.0], repeats=1, seed=0, test_size=0.5)[0].train
+    X = (data.X[train] - data.X[train].mean(axis=0)) / data.X[train].std(axis=0)
+    W = lle_weights(X, data.n_labels + 1)
+    Y = data.Y[train][:, :6]
+    mu, info = label_manifold(W, Y, return_info=True)
+    ref = label_manifold(W, Y, solver="lbfgsb")
+    assert all(i["solver"] == "active-set" and i["kkt"] < 1e-12 for i in info)
+    np.testing.assert_allclose(mu, ref, atol=1e-9)
 
 
 @pytest.mark.parametrize("cg_maxiter", [5000, 1], ids=["cg", "lu-fallback"])
@@ -124,6 +202,12 @@ def test_label_manifold_matches_an_independent_dense_solver():
         assert ours <= theirs + 1e-10
         assert theirs <= ours * (1 + 1e-6) + 1e-10
         np.testing.assert_allclose(mu[:, j], ref.x, atol=1e-4)
+
+
+def test_label_manifold_rejects_an_unknown_solver():
+    W, Y, _ = _qp_problem()
+    with pytest.raises(ValueError, match="solver"):
+        label_manifold(W, Y, solver="osqp")
 
 
 def test_label_manifold_scales_with_lambda_and_handles_constant_labels():

@@ -50,26 +50,39 @@ Assumptions (choices the paper leaves open)
 - Eq. 2 ridge: ``G_i += reg · trace(G_i) · I`` (``reg`` when the trace is 0), reg = 1e-3, the
   usual LLE regulariser; without it G_i is singular whenever K > d or the neighbours are
   collinear (and whenever x_i is exactly reconstructable).
-- Eq. 3 solver, per label: L-BFGS-B on the bound-constrained problem with sparse
+- Eq. 3 solver (``solver="active-set"``, the default): primal–dual active-set iterations
+  (semismooth Newton) for all labels at once, from μ = λy: with the active bounds fixed, the
+  free coordinates solve ``M_FF μ_F = −M_FA μ_A`` exactly, and the next active set is
+  {ν − z > 0} (multiplier ν = y∘2Mμ, slack z = y∘μ − λ), until the set reproduces itself (an
+  exact KKT point). The labels share M, so the free-block solves share one factorisation: the
+  inverse P = (M + c 11ᵀ)⁻¹ (c = tr M / n², which lifts M's null direction 1; Cholesky and
+  potri once per fit), the block-inverse identity ``(H_FF)⁻¹ = P_FF − P_FA (P_AA)⁻¹ P_AF``
+  with H = M + c 11ᵀ (a Cholesky of the |A| × |A| block P_AA, small: 500–1,000 of the 3,697
+  points of a bibtex half end active), Sherman–Morrison for the rank-one c 11ᵀ, one product
+  with P for a block of labels, and iterative refinement against the sparse M to rounding
+  level; when more points are active than free, a Cholesky of M_FF instead. A label took 4–7
+  iterations on a yeast half and 6–11 on bibtex, and ends with a relative KKT violation below
+  1e-13 (μ equal to the previous solver's to 4e-9 on bibtex, whose CG polish stopped at 2e-14).
+  PDAS is not globally convergent on a PSD M that is not an M-matrix: a label whose active set
+  recurs (a cycle) or that reaches 50 iterations, and every label when n > 6,000 (no dense M:
+  tmc2007-500), falls back to the previous solver, which ``solver="lbfgsb"`` runs for every
+  label: L-BFGS-B on the bound-constrained problem with sparse
   matrix–vector products for value and gradient (M is singular, as (I − W)1 = 0, which
   L-BFGS-B tolerates), started from μ = λy, ftol 1e-15, projected-gradient tolerance 1e-10,
-  at most 1,000 iterations; then a primal–dual active-set polish: with the active bounds fixed,
-  the free coordinates solve ``M_FF μ_F = −M_FA μ_A`` exactly (dense Cholesky up to 3,000
-  points; above, Jacobi-preconditioned conjugate gradients from the current iterate, with a
-  sparse LU when CG stalls above a tenth of the KKT tolerance: on a tmc2007 half, 14,298
-  points, the LU's fill-in cost minutes per label and CG 4–40 s) and the active set is
-  updated from the multipliers and the bound violations until the projected iterate passes
-  the KKT test below or the set reproduces itself (degenerate points, at a bound with a zero
+  at most 1,000 iterations; then the same active-set iterations as a polish (dense Cholesky up
+  to 6,000 points; above, Jacobi-preconditioned conjugate gradients from the current iterate,
+  with a sparse LU when CG stalls above a tenth of the KKT tolerance: on a tmc2007 half,
+  14,298 points, the LU's fill-in cost minutes per label and CG 4–40 s). A cycle stops them at
+  the current point when it passes the KKT test (degenerate points, at a bound with a zero
   multiplier, can otherwise flip forever: this test cut a slashdot half's fit from 76 s to
   16 s). When that fails (nearly
-  degenerate W, e.g. K = 3 neighbours that extrapolate), and n ≤ 3,000, the problem is also
+  degenerate W, e.g. K = 3 neighbours that extrapolate), and n ≤ 6,000, the problem is also
   solved as a non-negative least-squares problem in z = y∘μ − λ ≥ 0,
   ``min ‖(I − W) diag(y) z + λ (I − W) y‖²``, by Lawson–Hanson (an exact active-set method,
   ``scipy.optimize.nnls``), again polished. The candidate with a relative KKT violation below
   1e-8 and the lowest objective is kept; a violation above 1e-6 raises a RuntimeWarning.
   A label that is positive (negative) on every training point gets μ = λ (−λ), an exact
-  minimiser. On a yeast half (1,208 points, K = 15) every label ends at an exact KKT point
-  after 54–179 L-BFGS-B iterations, 0.3 s for the 14 labels.
+  minimiser.
 - Eq. 6 ε = 0.1 by default (the MSVR/LDSVR setting of the authors' group; their ML² code ships
   0.001). μ has scale λ = 1, so both tubes are narrow: on ten random yeast halves the two give
   the same average precision to 1e-4.
@@ -91,8 +104,9 @@ Assumptions (choices the paper leaves open)
 
 Cost and memory: the kernel matrix is dense n × n float64 (8 n² bytes: 11.5 MB for the 1,208
 training points of a yeast half, 200 MB for 5,000), plus one |S| × |S| factor per IRWLS
-iteration and, for n ≤ 3,000, the dense M of the QP polish (and a dense I − W when the NNLS
-fallback runs); LLE works in bounded blocks and L-BFGS-B in sparse matrix–vector products.
+iteration and, for n ≤ 6,000, the dense M and its lifted inverse P of the QP (2 × 109 MB on a
+bibtex half; a dense I − W when the NNLS fallback runs); LLE works in bounded blocks and
+L-BFGS-B in sparse matrix–vector products.
 ``decision_function`` forms an n_test × n_train kernel block. Measured on yeast halves (1,208 ×
 103, 14 labels, one BLAS thread, shared 2-core machine): fit 0.9–2.2 s (19–44 IRWLS
 iterations), tracemalloc peak 43 MiB for fit + predict. Limit BLAS to one thread when cores
@@ -127,13 +141,17 @@ from mlgraph.methods.base import (
 __all__ = ["ML2", "SignMSVR", "label_manifold", "lle_weights", "sign_msvr", "sign_msvr_objective"]
 
 KERNELS = ("rbf", "linear")
+QP_SOLVERS = ("active-set", "lbfgsb")
 
 _BLOCK = 1 << 22         # float64 elements per temporary block (32 MiB)
-_DENSE_QP_LIMIT = 3000   # QP polish with a dense Cholesky up to this many points, CG above
+_DENSE_QP_LIMIT = 6000   # dense M (exact active-set solver) up to this many points, sparse CG above
 _CG_MAXITER = 5000       # sparse polish: CG products before falling back to a sparse LU
 _MAX_HALVINGS = 40       # line search: smallest step 2**-40
 _KKT_TOL = 1e-8          # relative KKT violation below which a QP solution is accepted as exact
+_KKT_EXACT = 1e-13       # ... at which the active-set iterations stop without waiting for a fixed set
 _KKT_WARN = 1e-6         # ... above which label_manifold warns
+_REFINE_TOL = 1e-14      # free-block solves through the inverse: residual / (scale·max|μ|) ...
+_REFINE_STEPS = 5        # ... reached by at most this many refinement steps
 _LBFGSB_OPTIONS = {"maxiter": 1000, "maxcor": 20, "ftol": 1e-15, "gtol": 1e-10}
 
 
@@ -148,7 +166,9 @@ def lle_weights(X, n_neighbors: int, reg: float = 1e-3, sqdist: np.ndarray | Non
     with the local Gram matrix ``G = Z Zᵀ``, ``Z_j = x_j − x_i``, regularised by
     ``G += reg·trace(G)·I`` (``reg·I`` when the trace is 0). The Gram systems are solved by
     LAPACK in stacked blocks. ``sqdist``, the full squared-distance matrix of X when the
-    caller has it, spares the neighbour search its distance computation.
+    caller has it, spares the neighbour search its distance computation and the Gram matrices
+    their pass over the d features, ``G_jk = ½(D_ij + D_ik − D_jk)`` (n k² instead of n k² d
+    operations: 7.3 s → 1.6 s on a bibtex half, K = 160, d = 1,836; weights equal to 3e-14).
     """
     X = check_X(X)
     n, d = X.shape
@@ -168,11 +188,16 @@ def lle_weights(X, n_neighbors: int, reg: float = 1e-3, sqdist: np.ndarray | Non
 
     weights = np.empty((n, k))
     diag = np.arange(k)
-    step = max(1, _BLOCK // (k * max(k, d)))
+    step = max(1, _BLOCK // (k * (k if sqdist is not None else max(k, d))))
     for start in range(0, n, step):
         rows = slice(start, min(n, start + step))
-        Z = X[neighbours[rows]] - X[rows, None, :]               # (b, k, d)
-        G = Z @ Z.transpose(0, 2, 1)                             # (b, k, k) local Gram matrices
+        nb = neighbours[rows]
+        if sqdist is not None:                                   # G_jk = ½(D_ij + D_ik − D_jk): no d-loop
+            d_i = np.take_along_axis(sqdist[rows], nb, axis=1)
+            G = 0.5 * (d_i[:, :, None] + d_i[:, None, :] - sqdist[nb[:, :, None], nb[:, None, :]])
+        else:
+            Z = X[nb] - X[rows, None, :]                         # (b, k, d)
+            G = Z @ Z.transpose(0, 2, 1)                         # (b, k, k) local Gram matrices
         trace = np.trace(G, axis1=1, axis2=2)
         G[:, diag, diag] += np.where(trace > 0, reg * trace, reg)[:, None]
         w = np.linalg.solve(G, np.ones((G.shape[0], k, 1)))[..., 0]
@@ -196,22 +221,17 @@ def _signs(Y, n: int) -> np.ndarray:
     return np.where(Y > 0, 1.0, -1.0)
 
 
-def _kkt_scale(M: sp.csr_matrix, lam: float, mu: np.ndarray) -> float:
-    """The scale of the gradient terms 2Mμ against which KKT violations are measured."""
-    return 2.0 * float(abs(M).sum(axis=1).max()) * max(float(np.abs(mu).max()), lam)
-
-
-def _kkt_violation(M: sp.csr_matrix, y: np.ndarray, lam: float, mu: np.ndarray) -> float:
+def _kkt_violation(M: sp.csr_matrix, y: np.ndarray, lam: float, mu: np.ndarray):
     """Largest violation of the KKT conditions of min μᵀMμ s.t. y∘μ ≥ λ, relative to the scale
-    of the gradient terms: infeasibility, gradient on free coordinates, wrong-signed multipliers."""
+    of the gradient terms: infeasibility, gradient on free coordinates, wrong-signed multipliers.
+    One number per column when ``mu`` is n × J."""
     g = 2.0 * (M @ mu)
     z = y * mu - lam
-    scale = _kkt_scale(M, lam, mu)
+    scale = 2.0 * float(abs(M).sum(axis=1).max()) * np.maximum(np.abs(mu).max(axis=0), lam)
     at_bound = z <= 1e-12 * max(1.0, lam)
-    violation = max(float(np.maximum(-z, 0.0).max(initial=0.0)) / lam,
-                    float(np.abs(g[~at_bound]).max(initial=0.0)) / scale,
-                    float(np.maximum(-(y * g)[at_bound], 0.0).max(initial=0.0)) / scale)
-    return violation
+    return np.maximum.reduce([np.maximum(-z, 0.0).max(axis=0) / lam,
+                              np.where(at_bound, 0.0, np.abs(g)).max(axis=0) / scale,
+                              np.where(at_bound, np.maximum(-(y * g), 0.0), 0.0).max(axis=0) / scale])
 
 
 def _solve_free_sparse(Mff: sp.csr_matrix, rhs: np.ndarray, x0: np.ndarray, atol: float) -> np.ndarray:
@@ -229,52 +249,58 @@ def _solve_free_sparse(Mff: sp.csr_matrix, rhs: np.ndarray, x0: np.ndarray, atol
     return scipy.sparse.linalg.splu(Mff.tocsc()).solve(rhs)
 
 
-def _pdas(M: sp.csr_matrix, Md: np.ndarray | None, y: np.ndarray, lam: float, mu: np.ndarray,
-          max_iter: int = 50) -> np.ndarray | None:
-    """Primal–dual active-set iterations for min μᵀMμ s.t. y∘μ ≥ λ, started from ``mu``.
+def _pdas(qp: "_QP", y: np.ndarray, mu: np.ndarray, max_iter: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """Primal–dual active-set iterations for min μᵀMμ s.t. y∘μ ≥ λ, all columns (labels) of the
+    n × J arrays ``y`` and ``mu`` (the start) at once.
 
-    With the active bounds fixed, the free coordinates solve ``M_FF μ_F = −M_FA μ_A``; the next
-    active set is {ν − z > 0} (multiplier ν = y∘2Mμ, slack z = y∘μ − λ). Returns the first
-    iterate whose projection onto the bounds is a KKT point (relative violation ≤ 1e-8), or the
-    point at which the active set reproduces itself; None when neither happens within
-    ``max_iter`` or a reduced system is singular. The KKT test matters on degenerate labels:
-    points with zero slack *and* zero multiplier can flip in and out of the active set forever
-    without changing μ (on slashdot halves 8 of 22 labels did, for 50 iterations each).
+    With the active bounds fixed, the free coordinates solve ``M_FF μ_F = −M_FA μ_A`` exactly
+    (:meth:`_QP.solve_free`, one call for all labels still iterating); the next active set is
+    {ν − z > 0} (multiplier ν = y∘2Mμ, slack z = y∘μ − λ). A label stops at the projection onto
+    the bounds of the first iterate whose active set reproduces itself (an exact KKT point) or
+    whose relative KKT violation is ≤ 1e-13. A set seen before (a cycle) stops it at the current
+    point if its violation is ≤ 1e-8: points with zero slack *and* zero multiplier can flip in
+    and out of the active set forever without changing μ (on slashdot halves 8 of 22 labels did).
+    Returns (μ, iterations per label); μ's column is NaN where the label failed (no active
+    bound, a singular reduced system, a cycle above 1e-8, or ``max_iter`` reached). From
+    μ = λy the iterations took 4–7 free-block solves per label on a yeast half, 6–11 on bibtex.
     """
+    M, lam = qp.M, qp.lam
+    n, q = y.shape
+    out, iterations = np.full((n, q), np.nan), np.zeros(q, dtype=int)
     active = y * (2.0 * (M @ mu)) - (y * mu - lam) > 0
-    for _ in range(max_iter):
-        free = ~active
-        if not active.any():                                     # M_FF = M is singular
-            return None
-        m = lam * y
-        if free.any():
-            try:
-                if Md is not None:
-                    rhs = -Md[np.ix_(free, active)] @ m[active]
-                    factor = scipy.linalg.cho_factor(Md[np.ix_(free, free)], overwrite_a=True, check_finite=False)
-                    m[free] = scipy.linalg.cho_solve(factor, rhs, check_finite=False)
-                else:
-                    Mf = M[free]
-                    rhs = -(Mf[:, active] @ m[active])
-                    atol = 0.1 * _KKT_TOL * _kkt_scale(M, lam, mu)     # 2‖r‖∞ ≤ 0.2 · KKT tolerance
-                    m[free] = _solve_free_sparse(Mf[:, free], rhs, mu[free], atol)
-            except (np.linalg.LinAlgError, RuntimeError):
-                return None
-            if not np.isfinite(m).all():
-                return None
-        mu = m                                                   # the next sparse solve starts here
-        projected = np.where(y > 0, np.maximum(m, lam), np.minimum(m, -lam))
-        if _kkt_violation(M, y, lam, projected) <= _KKT_TOL:
-            return projected
-        nu = y * (2.0 * (M @ m))
-        nu[free] = 0.0
-        z = y * m - lam
-        z[active] = 0.0
+    seen = [set() for _ in range(q)]
+    todo = np.flatnonzero(active.any(axis=0))                 # no active bound: M_FF = M is singular
+    for it in range(1, max_iter + 1):
+        if not len(todo):
+            break
+        iterations[todo] = it
+        act, yt = active[:, todo], y[:, todo]
+        m = lam * yt
+        rhs = np.where(act, 0.0, -(M @ np.where(act, m, 0.0)))
+        x, good = qp.solve_free(~act, rhs, mu[:, todo])
+        m = np.where(act, m, x)
+        mu[:, todo] = m                                          # the next sparse solve starts here
+        projected = np.where(yt > 0, np.maximum(m, lam), np.minimum(m, -lam))
+        kkt = _kkt_violation(M, yt, lam, projected)
+        nu = np.where(act, yt * (2.0 * (M @ m)), 0.0)
+        z = np.where(act, 0.0, yt * m - lam)
         new_active = nu - z > 0
-        if np.array_equal(new_active, active):
-            return m
-        active = new_active
-    return None
+        keep = []
+        for k, j in enumerate(todo):
+            if not good[k]:
+                continue
+            if np.array_equal(new_active[:, k], act[:, k]) or kkt[k] <= _KKT_EXACT:
+                out[:, j] = projected[:, k]
+                continue
+            seen[j].add(act[:, k].tobytes())
+            if new_active[:, k].tobytes() in seen[j]:
+                if kkt[k] <= _KKT_TOL:
+                    out[:, j] = projected[:, k]
+                continue
+            active[:, j] = new_active[:, k]
+            keep.append(j)
+        todo = np.asarray(keep, dtype=int)
+    return out, iterations
 
 
 class _QP:
@@ -289,13 +315,108 @@ class _QP:
         self.dense = n <= _DENSE_QP_LIMIT
         self.Md = self.M.toarray() if self.dense else None
         self._Ad = None
+        self._P = None               # (M + c 11ᵀ)⁻¹ and c (False: singular), on demand
+        self.scale = 2.0 * float(abs(self.M).sum(axis=1).max())     # of the KKT test, per unit of μ
 
     def value_and_gradient(self, m: np.ndarray) -> tuple[float, np.ndarray]:
         v = self.A @ m
         return float(v @ v), 2.0 * (self.At @ v)
 
+    def inverse(self) -> tuple[np.ndarray, float] | None:
+        """P = (M + c 11ᵀ)⁻¹ with c = tr(M)/n² (M is singular, M1 = 0: c 11ᵀ lifts that null
+        direction to the mean eigenvalue), by Cholesky and LAPACK potri, once per W. None when
+        M has a larger null space (W with several closed neighbour classes, as in tiny sets)."""
+        if self._P is None:
+            n = self.Md.shape[0]
+            c = float(np.trace(self.Md)) / n**2
+            try:
+                factor, _ = scipy.linalg.cho_factor(self.Md + c, lower=False, check_finite=False)
+            except np.linalg.LinAlgError:
+                self._P = False
+                return None
+            P, info = scipy.linalg.lapack.dpotri(factor, lower=0, overwrite_c=1)
+            lower = np.tril_indices(n, -1)
+            P[lower] = P.T[lower]                                # potri fills the upper triangle
+            self._P = (P, c) if info == 0 else False
+        return self._P or None
+
+    def solve_free(self, free: np.ndarray, rhs: np.ndarray, x0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``M_FF x_F = rhs_F`` for every column of the n × J masks and right-hand sides (x is 0
+        on the active rows); returns (x, a per-column flag: solved and finite).
+
+        Sparse M: CG or LU from ``x0`` (:func:`_solve_free_sparse`), one label at a time. Dense M
+        with at least as many active as free points: Cholesky of M_FF. Fewer active points:
+        through P = H⁻¹, H = M + c 11ᵀ (:meth:`inverse`) and the block-inverse identity
+        ``H_FF⁻¹ = P_FF − P_FA P_AA⁻¹ P_AF`` (an |A| × |A| Cholesky instead of |F| × |F|, and
+        one product with P for a block of labels), Sherman–Morrison for M_FF = H_FF − c 11ᵀ,
+        and iterative refinement against the sparse M until the residual, half the free
+        gradient, is at rounding level (1e-14 of the KKT scale) or stops decreasing.
+        """
+        x, good = np.zeros_like(rhs), np.ones(rhs.shape[1], dtype=bool)
+        n_active = (~free).sum(axis=0)
+        schur = n_active < free.sum(axis=0) if self.dense else np.zeros(len(good), dtype=bool)
+        if schur.any() and self.inverse() is None:
+            schur[:] = False
+        for k in np.flatnonzero(~schur):
+            f = free[:, k]
+            try:
+                if self.dense:
+                    factor = scipy.linalg.cho_factor(self.Md[np.ix_(f, f)], check_finite=False)
+                    x[f, k] = scipy.linalg.cho_solve(factor, rhs[f, k], check_finite=False)
+                else:
+                    atol = 0.1 * _KKT_TOL * self.scale * max(float(np.abs(x0[:, k]).max()), self.lam)
+                    x[f, k] = _solve_free_sparse(self.M[f][:, f], rhs[f, k], x0[f, k], atol)
+            except (np.linalg.LinAlgError, RuntimeError):
+                good[k] = False
+        cols, start = np.flatnonzero(schur), 0
+        while start < len(cols):                                 # blocks of labels: Σ|A|² ≤ 4 blocks
+            stop = start + 1
+            while stop < len(cols) and stop - start < 64 and (n_active[cols[start:stop + 1]] ** 2).sum() <= 4 * _BLOCK:
+                stop += 1
+            block = cols[start:stop]
+            x[:, block], good[block] = self._solve_free_schur(free[:, block], rhs[:, block])
+            start = stop
+        good &= np.isfinite(x).all(axis=0)
+        return x, good
+
+    def _solve_free_schur(self, free: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`solve_free` through P for a block of labels (see there)."""
+        P, c = self.inverse()
+        J = rhs.shape[1]
+        actives = [np.flatnonzero(~free[:, k]) for k in range(J)]
+        factors = [scipy.linalg.cho_factor(P[np.ix_(a, a)], check_finite=False) for a in actives]
+
+        def h_solve(B):                                          # H_FF⁻¹ B, B's column k for label k mod J
+            V = P @ B
+            for k, (a, factor) in enumerate(zip(actives, factors)):
+                cols = slice(k, None, J)
+                V[:, cols] -= P[a].T @ scipy.linalg.cho_solve(factor, V[a, cols], check_finite=False)
+            return np.where(np.tile(free, B.shape[1] // J), V, 0.0)
+
+        V = h_solve(np.hstack([rhs, free.astype(float)]))       # H_FF⁻¹ [rhs, 1_F]
+        ones = V[:, J:]
+        gain = c / (1.0 - c * ones.sum(axis=0))
+
+        def m_solve(R):                                          # M_FF⁻¹ R, Sherman–Morrison
+            V = h_solve(R)
+            return V + ones * (gain * V.sum(axis=0))
+
+        x = V[:, :J] + ones * (gain * V[:, :J].sum(axis=0))
+        atol = _REFINE_TOL * self.scale * np.maximum(np.abs(x).max(axis=0), self.lam)
+        res = np.where(free, rhs - self.M @ x, 0.0)
+        for _ in range(_REFINE_STEPS):                           # all labels of the block: one product
+            size = np.abs(res).max(axis=0)
+            if (size <= atol).all():
+                break
+            x += m_solve(res)
+            res = np.where(free, rhs - self.M @ x, 0.0)
+            if (np.abs(res).max(axis=0) >= size).all():         # rounding level reached
+                break
+        return x, np.ones(J, dtype=bool)
+
     def solve(self, y: np.ndarray) -> tuple[np.ndarray, dict]:
-        """min μᵀMμ subject to y∘μ ≥ λ for one label."""
+        """min μᵀMμ subject to y∘μ ≥ λ for one label by the previous path (the reference, and
+        the fallback of :func:`label_manifold`): L-BFGS-B, the active-set polish, and NNLS."""
         lam = self.lam
         if (y > 0).all() or (y < 0).all():                      # (I − W)1 = 0: μ = λy is optimal
             return lam * y, {"solver": "constant", "objective": 0.0, "kkt": 0.0}
@@ -304,52 +425,70 @@ class _QP:
         res = minimize(self.value_and_gradient, lam * y, jac=True, method="L-BFGS-B",
                        bounds=Bounds(lower, upper), options=_LBFGSB_OPTIONS)
         candidates = {"L-BFGS-B": np.clip(res.x, lower, upper)}
-        polished = _pdas(self.M, self.Md, y, lam, candidates["L-BFGS-B"])
-        if polished is not None:
-            candidates["L-BFGS-B+active-set"] = np.clip(polished, lower, upper)
-        if self.dense and (polished is None or _kkt_violation(self.M, y, lam, polished) > _KKT_TOL):
+        polished = _pdas(self, y[:, None], candidates["L-BFGS-B"][:, None].copy())[0][:, 0]
+        if np.isfinite(polished).all():
+            candidates["L-BFGS-B+active-set"] = polished
+        if self.dense and not (np.isfinite(polished).all() and _kkt_violation(self.M, y, lam, polished) <= _KKT_TOL):
             # Ill-conditioned label: exact active-set NNLS in z = y∘μ − λ ≥ 0 (Lawson–Hanson),
             # min ‖A diag(y) z + λ A y‖², then the active-set polish from its solution.
             if self._Ad is None:
                 self._Ad = self.A.toarray()
             z, _ = nnls(self._Ad * y, -lam * (self._Ad @ y), maxiter=50 * len(y))
             candidates["NNLS"] = y * (lam + z)
-            polished = _pdas(self.M, self.Md, y, lam, candidates["NNLS"])
-            if polished is not None:
-                candidates["NNLS+active-set"] = np.clip(polished, lower, upper)
-        scored = {name: (self.value_and_gradient(m)[0], _kkt_violation(self.M, y, lam, m))
+            polished = _pdas(self, y[:, None], candidates["NNLS"][:, None].copy())[0][:, 0]
+            if np.isfinite(polished).all():
+                candidates["NNLS+active-set"] = polished
+        info = self.result(y, candidates)
+        info["lbfgsb_iterations"] = int(res.nit)
+        return candidates[info["solver"]], info
+
+    def result(self, y: np.ndarray, candidates: dict) -> dict:
+        """Info on the candidate kept: KKT violation ≤ 1e-8 first, then the lowest objective."""
+        scored = {name: (self.value_and_gradient(m)[0], float(_kkt_violation(self.M, y, self.lam, m)))
                   for name, m in candidates.items()}
         best = min(scored, key=lambda name: (scored[name][1] > _KKT_TOL, scored[name][0]))
-        return candidates[best], {"solver": best, "objective": scored[best][0], "kkt": scored[best][1],
-                                  "lbfgsb_iterations": int(res.nit)}
+        return {"solver": best, "objective": scored[best][0], "kkt": scored[best][1]}
 
 
-def label_manifold(W, Y, lam: float = 1.0, *, return_info: bool = False):
+def label_manifold(W, Y, lam: float = 1.0, *, solver: str = "active-set", return_info: bool = False):
     """Numerical labels μ (n × q) of Eq. 3–4 from the weights W of :func:`lle_weights`.
 
     ``Y`` holds 0/1 or ±1 logical labels (positive entries are relevant). Each label solves
     ``min μᵀMμ, M = (I − W)ᵀ(I − W)`` subject to μ_i ≥ λ where y_i = +1 and μ_i ≤ −λ where
-    y_i = −1: L-BFGS-B on sparse products, an active-set polish, and for ill-conditioned labels
-    an exact NNLS (see the module's Assumptions). With ``return_info`` also returns one dict per
-    label: the solver path kept, the objective and the relative KKT violation (``kkt``).
+    y_i = −1. ``solver="active-set"`` (default): primal–dual active-set iterations from μ = λy
+    for all labels at once with exact free-block solves (:func:`_pdas`), the previous path for
+    any label they leave above the KKT tolerance; ``"lbfgsb"``: the previous path for every
+    label (L-BFGS-B on sparse products, the active-set polish, and for ill-conditioned labels an
+    exact NNLS), kept as the reference. See the module's Assumptions. With ``return_info`` also
+    returns one dict per label: the solver path kept, the objective, the relative KKT violation
+    (``kkt``) and the iterations.
     """
     if not positive(lam):
         raise ValueError(f"lam must be a positive number (λ of Eq. 4), got {lam!r}")
+    if solver not in QP_SOLVERS:
+        raise ValueError(f"solver must be one of {QP_SOLVERS}, got {solver!r}")
     W = sp.csr_matrix(W, dtype=np.float64)
     n = W.shape[0]
     if W.shape != (n, n):
         raise ValueError(f"W must be square, got shape {W.shape}")
     y = _signs(Y, n)
     qp = _QP(W, float(lam))
-    mu = np.empty(y.shape)
-    infos = []
-    for j in range(y.shape[1]):
-        mu[:, j], info = qp.solve(y[:, j])
-        if info["kkt"] > _KKT_WARN:
+    mu, infos = lam * y, [{"solver": "constant", "objective": 0.0, "kkt": 0.0} for _ in range(y.shape[1])]
+    mixed = np.flatnonzero((y > 0).any(axis=0) & (y < 0).any(axis=0))   # constant labels: μ = λy, (I − W)1 = 0
+    if solver == "active-set" and qp.dense and len(mixed):
+        exact, iterations = _pdas(qp, y[:, mixed], lam * y[:, mixed])
+        for k, j in enumerate(mixed):
+            if np.isfinite(exact[:, k]).all():
+                infos[j] = {**qp.result(y[:, j], {"active-set": exact[:, k]}),
+                            "active_set_iterations": int(iterations[k])}
+                mu[:, j] = exact[:, k]
+    for j in mixed:
+        if infos[j]["solver"] == "constant" or infos[j]["kkt"] > _KKT_TOL:
+            mu[:, j], infos[j] = qp.solve(y[:, j])
+        if infos[j]["kkt"] > _KKT_WARN:
             warnings.warn(f"label {j}: the QP of Eq. 3 was solved only approximately (relative KKT "
-                          f"violation {info['kkt']:.1e}); the weights W are nearly degenerate, a larger "
+                          f"violation {infos[j]['kkt']:.1e}); the weights W are nearly degenerate, a larger "
                           f"reg or n_neighbors helps", RuntimeWarning, stacklevel=2)
-        infos.append(info)
     return (mu, infos) if return_info else mu
 
 
@@ -422,8 +561,10 @@ def sign_msvr(K, U, Y, C1: float = 1.0, C2: float = 10.0, epsilon: float = 0.1, 
         hinge = C2 * y * (y * F <= 0)              # C2 D_j y_j of Eq. 12, over all samples
         sv = np.flatnonzero(support)
         target = np.where(support[:, None], 0.0, hinge)          # β_N = C2 s_N ∘ y_N
-        rhs = U[sv] + hinge[sv] / (C1 * a[sv, None]) - (K[sv] @ target)
-        H = K[np.ix_(sv, sv)]
+        rhs = U[sv] + hinge[sv] / (C1 * a[sv, None])
+        if len(sv) < n:                            # K_SN β_N (all points are support vectors on bibtex)
+            rhs -= K[np.ix_(sv, np.flatnonzero(~support))] @ target[~support]
+        H = K[np.ix_(sv, sv)] if len(sv) < n else K.copy()
         H[np.diag_indices_from(H)] += 1.0 / (C1 * a[sv])
         sol = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, overwrite_a=True, check_finite=False),
                                      np.column_stack([rhs, np.ones(len(sv))]), check_finite=False)
