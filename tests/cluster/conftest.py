@@ -29,7 +29,7 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="starts real SLURM/PostgreSQL services as root: "
                                    "make test-cluster, or pytest -m cluster")
     for item in items:
-        if "cluster" in item.keywords:
+        if item.get_closest_marker("cluster"):
             item.add_marker(skip)
 
 
