@@ -18,13 +18,14 @@ NODE=$(hostname -s)
 SOCKET=/run/munge/munge.socket.2
 DB_SOCKET=$DIR/mysql/mysqld.sock
 export SLURM_CONF=$CONF  # slurmdbd.conf is read from the same folder
+[ "$(id -u)" = 0 ] || die "the daemons run as root (SlurmUser=root, munged on /run/munge): run as root"
 
 apt_install slurmctld slurm-wlm munge
 apt_install slurmdbd slurmdbd
 apt_install mariadbd mariadb-server mariadb-client
 
 mkdir -p "$DIR"/{etc,state,spool,log,run,munge,mysql}
-chmod 700 "$DIR/munge" "$DIR/etc"
+chmod 700 "$DIR/munge"  # slurm.conf stays readable by every client; secrets are 0600/0400 files
 [ -s "$DIR/munge/munge.key" ] || { head -c 1024 /dev/urandom > "$DIR/munge/munge.key"; chmod 400 "$DIR/munge/munge.key"; }
 [ -s "$DIR/etc/db.pass" ] || { head -c 18 /dev/urandom | base64 | tr -d '/+=' > "$DIR/etc/db.pass"; chmod 600 "$DIR/etc/db.pass"; }
 
