@@ -368,14 +368,13 @@ class _QP:
                     x[f, k] = _solve_free_sparse(self.M[f][:, f], rhs[f, k], x0[f, k], atol)
             except (np.linalg.LinAlgError, RuntimeError):
                 good[k] = False
-        cols, start = np.flatnonzero(schur), 0
-        while start < len(cols):                                 # blocks of labels: Σ|A|² ≤ 4 blocks
-            stop = start + 1
-            while stop < len(cols) and stop - start < 64 and (n_active[cols[start:stop + 1]] ** 2).sum() <= 4 * _BLOCK:
-                stop += 1
-            block = cols[start:stop]
-            x[:, block], good[block] = self._solve_free_schur(free[:, block], rhs[:, block])
-            start = stop
+        block, size = [], 0
+        for k in np.flatnonzero(schur):                          # blocks of labels: Σ|A|² ≤ 4 blocks
+            block.append(k)
+            size += n_active[k] ** 2
+            if k == np.flatnonzero(schur)[-1] or len(block) == 64 or size > 4 * _BLOCK:
+                x[:, block], good[block] = self._solve_free_schur(free[:, block], rhs[:, block])
+                block, size = [], 0
         good &= np.isfinite(x).all(axis=0)
         return x, good
 
@@ -388,9 +387,11 @@ class _QP:
 
         def h_solve(B):                                          # H_FF⁻¹ B, B's column k for label k mod J
             V = P @ B
+            Z = np.zeros_like(V)                                 # P_AA⁻¹ V_A per label, then P_•A by one product
             for k, (a, factor) in enumerate(zip(actives, factors)):
                 cols = slice(k, None, J)
-                V[:, cols] -= P[a].T @ scipy.linalg.cho_solve(factor, V[a, cols], check_finite=False)
+                Z[a, cols] = scipy.linalg.cho_solve(factor, V[a, cols], check_finite=False)
+            V -= P @ Z
             return np.where(np.tile(free, B.shape[1] // J), V, 0.0)
 
         V = h_solve(np.hstack([rhs, free.astype(float)]))       # H_FF⁻¹ [rhs, 1_F]
