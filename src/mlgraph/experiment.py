@@ -35,8 +35,16 @@ from mlgraph.protocols import protocol_inputs, uses_fixed_split
 from mlgraph.report import FIG1_METRICS, format_summary, plot_metrics_vs_rate, plot_rounds, save_figure
 from mlgraph.runner import Parallelism, resolve_parallelism, run_trials, summarise
 from mlgraph.selection import Standardise
-from mlgraph.signals import Interrupted, die_of, die_with_parent, interrupts_raise, stop_workers
-from mlgraph.sweep import JobInfo, run_name
+from mlgraph.signals import (
+    Interrupted,
+    deferred,
+    die_of,
+    die_with_parent,
+    interrupts_raise,
+    raise_pending,
+    stop_workers,
+)
+from mlgraph.sweep import JobInfo, close_orphaned_sweep, run_name
 from mlgraph.tracking import config_hash, config_params, log_batch, provenance_tags, setup_from_config
 
 log = logging.getLogger(__name__)
@@ -200,6 +208,12 @@ def run_from_hydra(cfg: DictConfig) -> pd.DataFrame | None:
         return run_experiment(cfg, in_parallel_launcher=parallel, output_dir=hc.runtime.output_dir,
                               job=JobInfo.from_hydra(hc))
     except Interrupted as exc:
+        if multirun:
+            with deferred():
+                try:
+                    close_orphaned_sweep()
+                except Exception as err:  # the store may be gone too; the job still ends
+                    log.warning("could not close the sweep's parent run: %s", err)
         die_of(exc.signum)
 
 
@@ -219,6 +233,14 @@ _RUN_KEYS = {
     "metrics.empty_rows": (lambda v: v in ("mulan", "exclude"), "mulan or exclude"),
     "metrics.ties": (lambda v: v in ("mulan", "max"), "mulan or max"),
     "metrics.zero_division": (lambda v: v in ("warn", 0, 1, 0.0, 1.0), "warn, 0 or 1"),
+    "graph.kind": (lambda v: v in ("knn", "epsilon", "bmatching"), "knn, epsilon or bmatching"),
+    "graph.k": (lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1,
+                "a positive integer (neighbours per point)"),
+    "graph.b": (lambda v: v is None or (isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1),
+                "null or a positive integer (the degree of every node)"),
+    "graph.eps": (lambda v: v is None or (isinstance(v, numbers.Real) and not isinstance(v, bool) and v > 0),
+                  "null or a positive number"),
+    "graph.weights": (lambda v: v in ("distance", "heat"), "distance or heat"),
 }
 
 
@@ -327,8 +349,9 @@ class Checkpoint:
         if len(self.rows) == self.saved:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / self.NAME
-        pd.DataFrame(self.rows).to_csv(path, index=False)
+        path, tmp = self.folder / self.NAME, self.folder / f".{self.NAME}.tmp"
+        pd.DataFrame(self.rows).to_csv(tmp, index=False)
+        os.replace(tmp, path)  # a reader never sees half a table
         mlflow.MlflowClient().log_artifact(self.run_id, str(path))
         self.saved, self.last = len(self.rows), time.monotonic()
 
@@ -398,16 +421,23 @@ def _tracked(cfg, plan: Plan, name: str, job: JobInfo, experiment_id: str, chash
              done: pd.DataFrame, out: Path) -> pd.DataFrame:
     spent = {"logging": 0.0, "trials": 0.0}  # tracking overhead, reported by `make bench`
     data, parallelism = plan.data, plan.parallelism
+    # the tags that identify the job go in with the run, so that even a run killed at once is
+    # found and reopened by a resume
+    identity = {**job.tags(), "config_hash": chash}
     started = (dict(run_id=previous.info.run_id) if previous is not None
-               else dict(experiment_id=experiment_id, run_name=name, parent_run_id=job.parent_run_id))
-    with mlflow.start_run(**started) as run:
-        run_id = run.info.run_id
+               else dict(experiment_id=experiment_id, run_name=name, parent_run_id=job.parent_run_id,
+                         tags=identity))
+    with deferred() as pending:  # a run exists only once it is ours to close
+        active = mlflow.start_run(**started)
+        run_id = active.info.run_id
         checkpoint = Checkpoint(run_id, out, float(cfg.tracking.get("checkpoint_seconds", 30)), done)
+    with active:
         try:
+            raise_pending(pending)
             with _timed(spent, "logging"):
-                tags = {**provenance_tags(), **job.tags(), "method": cfg.method.name,
+                tags = {**provenance_tags(), **identity, "method": cfg.method.name,
                         "dataset": cfg.dataset.name, "selector": cfg.get("selector", {}).get("name", "none"),
-                        "config_hash": chash, "n_jobs": parallelism.n_jobs,
+                        "n_jobs": parallelism.n_jobs,
                         "blas_threads": parallelism.blas_threads, "dataset_sha256": data.sha256,
                         "dataset_source": data.source, "dataset_shape": f"{data.n_samples}x{data.n_features}x"
                                                                         f"{getattr(data, 'n_labels', data.Y.shape[1])}"}
@@ -420,20 +450,23 @@ def _tracked(cfg, plan: Plan, name: str, job: JobInfo, experiment_id: str, chash
                 table = run_trials(plan.estimator, data.X, data.Y, plan.trials, plan.metrics, parallelism,
                                    progress=cfg.get("progress", True), description=name,
                                    evaluation=plan.evaluation, done=done, on_row=checkpoint.add)
+            _finish(cfg, plan, table, name, job, run_id, out, spent)
         except Interrupted as exc:
-            stop_workers()
-            checkpoint.flush()
-            mlflow.set_tag("interrupted", signal_name(exc.signum))
-            mlflow.end_run("KILLED")
+            with deferred():
+                stop_workers()
+                checkpoint.flush()
+                mlflow.set_tag("interrupted", signal_name(exc.signum))
+                mlflow.end_run("KILLED")
             log.warning("%s: %s; run %s KILLED with %d finished trials saved (resume with resume=true)",
                         name, exc, run_id, len(checkpoint.rows))
             raise
         except BaseException as exc:
-            stop_workers()
-            checkpoint.flush()
-            mlflow.set_tag("error", f"{type(exc).__name__}: {exc}"[:5000])
+            with deferred():
+                stop_workers()
+                checkpoint.flush()
+                mlflow.set_tag("error", f"{type(exc).__name__}: {exc}"[:5000])
+                mlflow.end_run("FAILED")
             raise
-        _finish(cfg, plan, table, name, job, run_id, out, spent)
     return summarise(table, plan.metrics)
 
 

@@ -20,6 +20,8 @@ import os
 import signal
 import sys
 import threading
+import time
+from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
 _armed = False
@@ -50,6 +52,30 @@ def interrupts_raise():
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def deferred():
+    """Within the block, SIGTERM and SIGINT wait: a run being created, or being closed after a
+    first signal, is not left half-done (RUNNING) by a second one (e.g. the SIGTERM a worker
+    gets when its parent dies just after Ctrl-C reached both). Yields the list of signals that
+    came, for the caller to act on where it can (:func:`raise_pending`)."""
+    pending: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield pending
+        return
+    previous = {s: signal.signal(s, lambda signum, frame: pending.append(signum))
+                for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield pending
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def raise_pending(pending: list[int]) -> None:
+    if pending:
+        raise Interrupted(pending[0])
 
 
 def die_of(signum: int) -> None:
@@ -85,6 +111,35 @@ def exit_conventionally():
         yield
     except Interrupted as exc:
         die_of(exc.signum)
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (from /proc), loky's resource tracker excluded."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z" and b"resource_tracker" not in command:
+            found.append(int(entry.name))
+    return found
+
+
+def forward_and_wait(signum: int, timeout: float = 60.0) -> None:
+    """Send ``signum`` to this process's children (a sweep's launcher workers) and wait for
+    them to exit, so that each closes its own run (KILLED) before the parent's executor would
+    kill them without a word."""
+    children = _children(os.getpid())
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(pid in _children(os.getpid()) for pid in children):
+        time.sleep(0.2)
 
 
 def stop_workers() -> None:

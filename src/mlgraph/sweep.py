@@ -17,6 +17,7 @@ import hashlib
 import logging
 import os
 import signal
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from mlgraph.signals import Interrupted
+from mlgraph.signals import Interrupted, forward_and_wait
 from mlgraph.tracking import canonical, setup_from_config
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,37 @@ def run_name(cfg: DictConfig, job: JobInfo) -> str:
     return " ".join([name, *parts])
 
 
+def _gone(pid: int, wait_seconds: float) -> bool:
+    """Whether process ``pid`` is dead or dying (zombie) within ``wait_seconds``: a SIGKILL
+    takes its threads down one by one, and the kernel signals a child when the thread that
+    started it exits, before the process itself is reaped."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state in "ZX" or os.getppid() != pid:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+
+
+def close_orphaned_sweep() -> None:
+    """Called by a job stopped by a signal: when the sweep's main process is gone (killed by
+    SIGKILL, so it could not close the parent run), mark the parent KILLED, not RUNNING."""
+    import multiprocessing
+
+    parent_run, launcher = os.environ.get(ENV_PARENT), multiprocessing.parent_process()
+    if not parent_run or launcher is None or not _gone(launcher.pid, wait_seconds=3.0):
+        return
+    client = mlflow.MlflowClient()
+    if client.get_run(parent_run).info.status == "RUNNING":
+        client.set_tag(parent_run, "closed_by", "a job, after the sweep's main process died")
+        client.set_terminated(parent_run, "KILLED")
+
+
 def sweep_table(client: mlflow.MlflowClient, experiment_id: str, parent_id: str) -> pd.DataFrame:
     """One row per job of the sweep (the latest run of each config), headline metrics included."""
     runs = client.search_runs([experiment_id], f"tags.`mlflow.parentRunId` = '{parent_id}'",
@@ -164,7 +196,7 @@ class SweepCallback(Callback):
             order_by=["attributes.start_time DESC"], max_results=1) if config.get("resume") else []
         if previous:
             run = previous[0]
-            self.client.update_run_info(run.info.run_id, "RUNNING", run.info.end_time, run.info.run_name)
+            self.client.update_run(run.info.run_id, status="RUNNING")
             sweep_id = run.data.tags["sweep_id"]
             log.info("resuming sweep %s (parent run %s)", sweep_id, run.info.run_id)
         else:
@@ -182,7 +214,10 @@ class SweepCallback(Callback):
             signal.signal(signum, self._on_signal)
 
     def _on_signal(self, signum, frame):
+        if self.interrupted:
+            return  # closing already: a second Ctrl-C must not leave the parent RUNNING
         self.interrupted = True
+        forward_and_wait(signum)  # each job closes its run before the launcher's executor is torn down
         raise Interrupted(signum)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:

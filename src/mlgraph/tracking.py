@@ -17,12 +17,14 @@ import hashlib
 import importlib.metadata
 import json
 import math
+import os
 import platform
 import re
 import subprocess
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -50,15 +52,19 @@ def redact(uri: str) -> str:
     return re.sub(r"(//[^:/@]+):[^@/]*@", r"\1:***@", uri)
 
 
+def _sqlite_path(uri: str) -> Path | None:
+    return Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
+
+
 @contextlib.contextmanager
 def store_lock(uri: str):
     """Hold an exclusive lock file beside a SQLite store (``mlflow.db.lock``) while it is
     created, migrated or first opened; other stores need none. ``flock`` serialises processes
     on one machine and, over NFS, across machines."""
-    if not uri.startswith("sqlite:///"):
+    db = _sqlite_path(uri)
+    if db is None:
         yield
         return
-    db = Path(uri[len("sqlite:///"):])
     db.parent.mkdir(parents=True, exist_ok=True)  # MLflow does not create it
     with open(db.with_name(db.name + ".lock"), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -66,6 +72,32 @@ def store_lock(uri: str):
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _init_sqlite(db: Path) -> None:
+    """Under :func:`store_lock`: a new store is built in a temporary file and renamed into
+    place, so a process killed during MLflow's migrations (seconds on a new store) leaves no
+    half-built database; tables a killed batch migration left behind (``_alembic_tmp_*``) in
+    an existing store are dropped so that MLflow can finish migrating it."""
+    import sqlite3
+
+    if db.exists():
+        with contextlib.closing(sqlite3.connect(db)) as con:
+            leftovers = [r[0] for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name LIKE '\\_alembic\\_tmp\\_%' ESCAPE '\\'")]
+            for table in leftovers:
+                con.execute(f'DROP TABLE "{table}"')
+            con.commit()
+        return
+    tmp = db.with_name(f".{db.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+        store = SqlAlchemyStore(f"sqlite:///{tmp}", str(db.parent / "mlartifacts"))
+        store.engine.dispose()
+        os.replace(tmp, db)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def check_reachable(uri: str, wait_seconds: float = 10.0) -> None:
@@ -103,6 +135,8 @@ def setup_experiment(uri: str, experiment: str, artifact_location: str | None = 
     mlflow.set_tracking_uri(uri)
     try:
         with store_lock(uri):
+            if _sqlite_path(uri) is not None:
+                _init_sqlite(_sqlite_path(uri))
             client = mlflow.MlflowClient(uri)
             found = client.get_experiment_by_name(experiment)
             if found is not None:

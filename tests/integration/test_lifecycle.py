@@ -1,0 +1,234 @@
+"""Runs that survive signals, restarts and concurrent starts: the real command, real processes,
+a real SQLite store; every status read back from MLflow."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+from mlflow.entities import ViewType
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start(args, out: Path, multirun=False):
+    env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(out), "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "run", *(["-m"] if multirun else []), *args]
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def run(args, out: Path, multirun=False, timeout=600):
+    proc = start(args, out, multirun)
+    stdout, stderr = proc.communicate(timeout=timeout)
+    return proc.returncode, stdout, stderr
+
+
+def all_runs(out: Path, experiment="mlgraph"):
+    client = mlflow.MlflowClient(f"sqlite:///{out}/mlflow.db")
+    exp = client.get_experiment_by_name(experiment)
+    return client, client.search_runs([exp.experiment_id], run_view_type=ViewType.ALL, max_results=1000)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = set(), [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.add(child)
+            stack.append(child)
+    return found
+
+
+def alive(pids) -> set[int]:
+    living = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            living.add(pid)
+    return living
+
+
+def wait_for(predicate, timeout=300, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def partials(out: Path) -> list[Path]:
+    """The job folders' checkpoints (not their copies in the artifact store)."""
+    return [p for p in out.rglob("trials_partial.csv") if "mlartifacts" not in p.parts]
+
+
+def partial_rows(out: Path) -> int:
+    files = partials(out)
+    return max((len(pd.read_csv(f)) for f in files), default=0)
+
+
+SLOW = ["dataset=yeast", "protocol.repeats=40", "protocol.rates=[0.5]", "progress=false",
+        "tracking.checkpoint_seconds=0"]
+
+
+def test_sigterm_ends_the_run_killed_and_resume_finishes_it_once(tmp_path):
+    proc = start([*SLOW, "n_jobs=2"], tmp_path)
+    wait_for(lambda: partial_rows(tmp_path) >= 2 or proc.poll() is not None, what="two finished trials")
+    workers = descendants(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGTERM, stderr[-2000:]  # died of the signal, as `timeout` expects
+    time.sleep(2)
+    assert not alive(workers), "trial workers outlived their job"
+    client, runs = all_runs(tmp_path)
+    (killed,) = runs
+    assert killed.info.status == "KILLED" and killed.data.tags["interrupted"] == "SIGTERM"
+    saved = partial_rows(tmp_path)
+
+    code, stdout, stderr = run([*SLOW, "resume=true"], tmp_path)
+    assert code == 0, stderr[-3000:]
+    assert f"{saved} of 40 trials already done" in stdout
+    _, runs = all_runs(tmp_path)
+    (resumed,) = runs  # the same run, reopened: no duplicate
+    assert resumed.info.run_id == killed.info.run_id and resumed.info.status == "FINISHED"
+    assert resumed.data.tags["resumed_trials"] == str(saved) and resumed.data.metrics["n_trials"] == 40
+    trials = pd.read_csv(client.download_artifacts(resumed.info.run_id, "trials.csv", str(tmp_path)))
+    assert sorted(trials.repetition) == list(range(40)) and (trials.status == "ok").all()
+
+    code, stdout, _ = run([*SLOW, "resume=true"], tmp_path)
+    assert code == 0 and "skipped" in stdout and "config_hash" in stdout
+    assert len(all_runs(tmp_path)[1]) == 1
+
+
+def test_interrupted_sweep_resumes_with_every_job_finished_once(tmp_path):
+    sweep = ["dataset=emotions", "protocol.repeats=30", "protocol.rates=[0.5]", "progress=false",
+             "tracking.checkpoint_seconds=0", "method.nu2=0,0.1,0.5,1"]
+    proc = start(sweep, tmp_path, multirun=True)
+    wait_for(lambda: len([p for p in tmp_path.rglob("trials.csv") if "mlartifacts" not in p.parts]) >= 1
+             or proc.poll() is not None, what="one finished job")
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
+    proc.communicate(timeout=120)
+    client, before = all_runs(tmp_path)
+    jobs = [r for r in before if r.data.tags.get("kind") != "sweep"]
+    assert not [r for r in before if r.info.status == "RUNNING"], "a run was left RUNNING"
+    finished_before = {r.info.run_id for r in jobs if r.info.status == "FINISHED"}
+    assert finished_before and len(finished_before) < 4
+    (parent,) = [r for r in before if r.data.tags.get("kind") == "sweep"]
+    assert parent.info.status == "KILLED"
+
+    code, stdout, stderr = run([*sweep, "resume=true"], tmp_path, multirun=True)
+    assert code == 0, stderr[-3000:]
+    _, after = all_runs(tmp_path)
+    jobs = [r for r in after if r.data.tags.get("kind") != "sweep"]
+    assert not [r for r in after if r.info.status == "RUNNING"]
+    assert len(jobs) == 4 and all(r.info.status == "FINISHED" for r in jobs)  # one run per job
+    assert len({r.data.tags["config_hash"] for r in jobs}) == 4
+    assert stdout.count("skipped") == len(finished_before)  # finished jobs were not run again
+    assert finished_before <= {r.info.run_id for r in jobs}
+    (parent,) = [r for r in after if r.data.tags.get("kind") == "sweep"]
+    assert parent.info.status == "FINISHED" and parent.data.tags["jobs_finished"] == "4"
+    table = pd.read_csv(client.download_artifacts(parent.info.run_id, "sweep.csv", str(tmp_path)))
+    assert len(table) == 4 and set(table.status) == {"FINISHED"}
+    assert sorted(table.run_name) == sorted(f"mlmrrw-emotions nu2={v}" for v in ("0", "0.1", "0.5", "1"))
+    assert parent.data.tags["best_run"] in set(table.run_name)
+
+
+def test_sigkill_of_a_sweeps_main_process_leaves_no_orphan_and_no_running_run(tmp_path):
+    sweep = ["dataset=yeast", "protocol.repeats=200", "protocol.rates=[0.5]", "progress=false",
+             "tracking.checkpoint_seconds=0", "method.nu2=0,1"]
+    proc = start(sweep, tmp_path, multirun=True)
+    wait_for(lambda: len(partials(tmp_path)) >= 2 or proc.poll() is not None,
+             what="both jobs running")
+    family = descendants(proc.pid)
+    assert family, "the sweep had no worker processes"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    wait_for(lambda: not alive(family), timeout=60, what="the workers to exit")
+    _, runs = all_runs(tmp_path)
+    jobs = [r for r in runs if r.data.tags.get("kind") != "sweep"]
+    assert len(jobs) == 2 and all(r.info.status == "KILLED" for r in jobs)
+    (parent,) = [r for r in runs if r.data.tags.get("kind") == "sweep"]
+    assert parent.info.status == "KILLED"  # closed by its jobs, as the main process could not
+
+
+RACER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    import mlflow
+    from mlgraph.tracking import setup_experiment
+    folder, tries, me = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    for t in range(tries):
+        while not (folder / f"go{t}").exists():
+            time.sleep(0.005)
+        uri = f"sqlite:///{folder}/store{t}/mlflow.db"
+        experiment = setup_experiment(uri, "race")
+        run = mlflow.MlflowClient(uri).create_run(experiment, run_name=me)
+        mlflow.MlflowClient(uri).set_terminated(run.info.run_id)
+        (folder / f"done{t}-{me}").touch()
+""")
+
+
+def test_processes_starting_together_on_a_fresh_store_all_land(tmp_path):
+    processes, tries = 8, 10
+    script = tmp_path / "racer.py"
+    script.write_text(RACER)
+    procs = [subprocess.Popen([sys.executable, str(script), str(tmp_path), str(tries), f"p{i}"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(processes)]
+    for t in range(tries):
+        (tmp_path / f"go{t}").touch()  # every process starts this try at the same instant
+        wait_for(lambda: len(list(tmp_path.glob(f"done{t}-*"))) == processes
+                 or any(p.poll() not in (None, 0) for p in procs), timeout=240, what=f"try {t}")
+    errors = [p.communicate(timeout=60)[1] for p in procs]
+    assert all(p.returncode == 0 for p in procs), "\n".join(errors)[-3000:]
+    for t in range(tries):
+        client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/store{t}/mlflow.db")
+        (exp,) = [e for e in client.search_experiments() if e.name == "race"]
+        runs = client.search_runs([exp.experiment_id])
+        assert sorted(r.info.run_name for r in runs) == sorted(f"p{i}" for i in range(processes))
+        assert all(r.info.status == "FINISHED" for r in runs)
+        assert not list((tmp_path / f"store{t}").glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("args, named", [
+    (["seed=-1"], "seed=-1"),
+    (["seed=abc"], "seed='abc'"),
+    (["n_jobs=many"], "n_jobs='many'"),
+    (["method.nu1=-1"], "method.nu1=-1"),
+    (["graph.k=0"], "graph.k=0"),
+    (["dataset=custom"], "dataset.arff"),
+    (["metrics.empty_rows=drop"], "metrics.empty_rows"),
+])
+def test_config_errors_are_one_paragraph_before_any_run(tmp_path, args, named):
+    code, _, stderr = run(["dataset=emotions", *args] if args[0] != "dataset=custom" else args, tmp_path)
+    assert code != 0 and named in stderr
+    assert "Traceback" not in stderr
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    assert all(not client.search_runs([e.experiment_id]) for e in client.search_experiments())
+
+
+def test_unreachable_tracking_server_is_named_before_anything_runs(tmp_path):
+    started = time.monotonic()
+    code, _, stderr = run(["tracking=server", "tracking.uri=http://127.0.0.1:9", "dataset=emotions"], tmp_path)
+    assert code != 0 and "http://127.0.0.1:9" in stderr and "nothing was run" in stderr
+    assert "Traceback" not in stderr and time.monotonic() - started < 120
