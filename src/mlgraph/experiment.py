@@ -406,7 +406,8 @@ def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,
             _record_config_error(experiment_id, name, job, exc)
         raise
     chash = config_hash(cfg)
-    previous = find_previous(experiment_id, chash) if cfg.get("resume", False) else None
+    requeued = os.environ.get("SLURM_RESTART_COUNT", "0") not in ("", "0")  # SLURM runs it again
+    previous = find_previous(experiment_id, chash) if cfg.get("resume", False) or requeued else None
     if previous is not None and previous.info.status == "FINISHED":
         log.info("%s: skipped, run %s (%s) is FINISHED with the same resolved config (config_hash %s, "
                  "the config without %s)", name, previous.info.run_name, previous.info.run_id, chash,
@@ -451,14 +452,16 @@ def _tracked(cfg, plan: Plan, name: str, job: JobInfo, experiment_id: str, chash
                                    progress=cfg.get("progress", True), description=name,
                                    evaluation=plan.evaluation, done=done, on_row=checkpoint.add)
             _finish(cfg, plan, table, name, job, run_id, out, spent)
-        except Interrupted as exc:
+        except (Interrupted, SystemExit) as exc:  # submitit exits after requeueing a pre-empted job
+            why = (signal_name(exc.signum) if isinstance(exc, Interrupted)
+                   else "requeued by SLURM (pre-emption or time limit)")
             with deferred():
                 stop_workers()
                 checkpoint.flush()
-                mlflow.set_tag("interrupted", signal_name(exc.signum))
+                mlflow.set_tag("interrupted", why)
                 mlflow.end_run("KILLED")
             log.warning("%s: %s; run %s KILLED with %d finished trials saved (resume with resume=true)",
-                        name, exc, run_id, len(checkpoint.rows))
+                        name, why, run_id, len(checkpoint.rows))
             raise
         except BaseException as exc:
             with deferred():

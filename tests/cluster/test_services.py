@@ -48,3 +48,47 @@ def test_sweep_runs_through_slurm_into_the_server(slurm_sweep, tracking_uri, tra
         statuses = db.execute("SELECT r.status FROM runs r JOIN experiments e USING (experiment_id) "
                               "WHERE e.name = %s", (experiment,)).fetchall()
     assert len(statuses) >= len(NU2) and {s for (s,) in statuses} == {"FINISHED"}
+
+
+def test_killed_slurm_sweep_resumes_to_one_finished_run_per_job(slurm_sweep, tracking_uri, tmp_path):
+    """Cancel a sweep's SLURM jobs half-way (what a time limit or pre-emption without requeue
+    does), run the same command with resume=true: one FINISHED run per job, none RUNNING."""
+    import os
+    import signal
+    import time
+
+    experiment = f"resume-{uuid.uuid4().hex[:8]}"
+    grid = ["0", "0.1", "0.5", "1", "2", "5", "10", "20"]
+    args = ["method=mlmrrw", "dataset=yeast", f"method.nu2={','.join(grid)}", "protocol.repeats=12",
+            "protocol.rates=[0.5]", "tracking.checkpoint_seconds=0"]
+    argv, kwargs = slurm_sweep(experiment, *args)
+    sweep = subprocess.Popen(argv, **kwargs, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    client = mlflow.MlflowClient(tracking_uri)
+
+    def runs():
+        exp = client.get_experiment_by_name(experiment)
+        found = client.search_runs([exp.experiment_id], run_view_type=mlflow.entities.ViewType.ALL) if exp else []
+        return [r for r in found if r.data.tags.get("kind") != "sweep"]
+
+    deadline = time.monotonic() + 400
+    while time.monotonic() < deadline and not any(r.info.status == "FINISHED" for r in runs()):
+        time.sleep(2)
+    arrays = {p.name.split("_")[0] for p in tmp_path.glob("multiruns/*/*/.submitit/*") if "_" in p.name}
+    subprocess.run(["scancel", *arrays], check=True)  # every job still queued or running ends now
+    os.killpg(sweep.pid, signal.SIGINT)
+    sweep.communicate(timeout=300)
+    time.sleep(15)  # SLURM's KillWait: cancelled jobs close their runs
+    before = runs()
+    assert not [r for r in before if r.info.status == "RUNNING"], "a run was left RUNNING"
+    finished_before = {r.info.run_id for r in before if r.info.status == "FINISHED"}
+    assert 0 < len(finished_before) < len(grid)
+
+    argv, kwargs = slurm_sweep(experiment, *args, "resume=true")
+    done = subprocess.run(argv, **kwargs, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    after = runs()
+    assert len(after) == len(grid) and all(r.info.status == "FINISHED" for r in after)
+    assert sorted(float(r.data.params["method.nu2"]) for r in after) == sorted(map(float, grid))
+    assert finished_before <= {r.info.run_id for r in after}  # finished jobs were skipped, not redone
+    assert all(r.data.metrics["n_trials"] == 12 for r in after)

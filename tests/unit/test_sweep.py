@@ -1,0 +1,127 @@
+"""Run naming, canonical params, config hashes, swept keys, and how a job ends: failed trials,
+strict mode, config errors (in-process, real data, a throwaway SQLite store)."""
+
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+from sklearn.base import BaseEstimator
+
+from mlgraph.experiment import AllTrialsFailed, ConfigError, run_experiment
+from mlgraph.runner import Parallelism, resolve_parallelism
+from mlgraph.sweep import JobInfo, run_name, swept_keys
+from mlgraph.tracking import canonical, config_hash
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+def _compose(*overrides):
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+        return compose("config", overrides=list(overrides), return_hydra_config=False)
+
+
+@pytest.mark.parametrize("value, text", [
+    (1.0, "1"), (1, "1"), (0.1, "0.1"), (1e-05, "1e-05"), (2.5e20, "2.5e+20"), (-3.0, "-3"),
+    ([0.1, 1.0], "[0.1, 1]"), (None, "null"), ("knn", "knn"), (True, "True"), (float("inf"), "inf"),
+])
+def test_canonical_numbers_match_what_a_user_types(value, text):
+    assert canonical(value) == text
+
+
+def test_config_hash_ignores_how_a_job_runs_but_not_what_it_computes():
+    base = config_hash(_compose("dataset=emotions"))
+    assert config_hash(_compose("dataset=emotions", "n_jobs=1", "progress=false", "resume=true")) == base
+    assert config_hash(_compose("dataset=emotions", "method.nu2=1.0")) == config_hash(
+        _compose("dataset=emotions", "method.nu2=1"))
+    assert config_hash(_compose("dataset=emotions", "method.nu2=0.2")) != base
+    assert config_hash(_compose("dataset=emotions", "seed=1")) != base
+
+
+def test_run_names_say_what_varies():
+    cfg = _compose("dataset=yeast", "method.nu1=1.0", "method.nu2=0.1")
+    assert run_name(cfg, JobInfo(varied=("method.nu1", "method.nu2"))) == "mlmrrw-yeast nu1=1 nu2=0.1"
+    single = JobInfo(overrides=("method=mlmrrw", "dataset=yeast", "method.nu2=0.1", "progress=false"))
+    assert run_name(cfg, single) == "mlmrrw-yeast nu2=0.1"
+    cfg = _compose("method=br_knn", "selector=gmba", "dataset=emotions", "selector.fraction=0.3")
+    job = JobInfo(varied=("selector", "selector.fraction"), choices={"selector": "gmba"})
+    assert run_name(cfg, job) == "br_knn-emotions-gmba selector=gmba fraction=0.3"
+
+
+def test_swept_keys_come_from_the_command_line_and_the_preset():
+    config = OmegaConf.create({"hydra": {"overrides": {"task": ["dataset=yeast", "method.nu2=0,1"]},
+                                         "sweeper": {"params": {"method.nu1": "1,2", "seed": "0"}}}})
+    assert swept_keys(config) == ["method.nu2", "method.nu1"]
+
+
+def test_spare_cores_become_blas_threads():
+    assert resolve_parallelism("auto", False, cores=2, n_trials=1) == Parallelism(1, 2)
+    assert resolve_parallelism("auto", False, cores=4, n_trials=2) == Parallelism(2, 2)
+    assert resolve_parallelism("auto", False, cores=2, n_trials=100) == Parallelism(2, 1)
+    assert resolve_parallelism("auto", True, cores=2, n_trials=1) == Parallelism(1, 1)
+
+
+class FailsWithFewLabels(BaseEstimator):
+    """Label frequencies as scores; fails when fewer than ``min_labelled`` rows are labelled."""
+
+    def __init__(self, min_labelled=0):
+        self.min_labelled = min_labelled
+
+    def fit(self, X, Y):
+        labelled = (Y != -1).all(axis=1)
+        if labelled.sum() < self.min_labelled:
+            raise RuntimeError(f"only {labelled.sum()} labelled rows")
+        self.freq_ = Y[labelled].mean(axis=0)
+        return self
+
+    def decision_function(self, X):
+        return np.tile(self.freq_, (X.shape[0], 1)) + 1e-6 * np.arange(len(self.freq_))
+
+    def predict(self, X):
+        return (self.decision_function(X) > 0.3).astype(np.int8)
+
+
+def _job(tmp_path, *overrides):
+    cfg = _compose("dataset=emotions", "protocol.repeats=2", "protocol.rates=[0.05,0.5]", "progress=false",
+                   f"tracking.uri=sqlite:///{tmp_path}/mlflow.db", f"tracking.artifact_location={tmp_path}/art",
+                   "n_jobs=1", *overrides)
+    OmegaConf.set_struct(cfg, False)
+    cfg.method = {"_target_": f"{__name__}.FailsWithFewLabels", "name": "freq", "min_labelled": 30}
+    return cfg
+
+
+def _runs(tmp_path):
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    return client.search_runs([client.get_experiment_by_name("mlgraph").experiment_id])
+
+
+def test_failed_trials_are_named_in_the_overall_metrics(tmp_path):
+    run_experiment(_job(tmp_path))  # 5 % of 395 training rows = 20 labelled: those trials fail
+    (run,) = _runs(tmp_path)
+    assert run.info.status == "FINISHED" and run.data.tags["trials_failed"] == "2 of 4"
+    assert "avg_precision_overall_ok_only" in run.data.metrics and "avg_precision_overall" not in run.data.metrics
+    assert "successful trials only" in run.data.tags["notes"]
+
+
+def test_strict_fails_the_run_on_any_failed_trial(tmp_path):
+    with pytest.raises(AllTrialsFailed, match="2 of 4 trials failed"):
+        run_experiment(_job(tmp_path, "strict=true"))
+    (run,) = _runs(tmp_path)
+    assert run.info.status == "FAILED" and "labelled rows" in run.data.tags["error"]
+
+
+def test_degenerate_labels_are_counted_and_explained(tmp_path):
+    run_experiment(_job(tmp_path, "protocol.rates=[0.5]", "protocol.test_size=0.005"))  # 3 test rows
+    (run,) = _runs(tmp_path)
+    assert run.data.metrics["n_degenerate_labels"] >= 1
+    assert "no positive or no negative" in run.data.tags["notes"]
+
+
+def test_config_errors_open_no_run(tmp_path):
+    with pytest.raises(ConfigError, match=r"seed=-1 is not valid: it must be a non-negative integer"):
+        run_experiment(_job(tmp_path, "seed=-1"))
+    with pytest.raises(ConfigError, match="graph.k=0"):
+        run_experiment(_job(tmp_path, "graph.k=0"))
+    assert _runs(tmp_path) == []
