@@ -128,7 +128,9 @@ node_ready() { sinfo -h -n "$NODE" -o %t | grep -Eq '^(idle|mix|alloc)'; }
 write_slurm_conf  # sacctmgr, run in start_accounting, reads it too
 start_munge
 start_accounting
-alive "$DIR/run/slurmctld.pid" || slurmctld
+# -c: a fresh controller forgets the jobs of an earlier session (a killed test's array would
+# otherwise be recovered and hold the node), so every start gives an empty, idle cluster.
+alive "$DIR/run/slurmctld.pid" || slurmctld -c
 alive "$DIR/run/slurmd.pid" || slurmd -N "$NODE"
 wait_for "$WAIT" "SLURM node $NODE (see $DIR/log/slurmctld.log, slurmd.log)" node_ready
 timeout "$WAIT" srun -N1 -n1 -t 1 hostname >/dev/null || die "srun hostname failed (see $DIR/log)"
