@@ -233,6 +233,12 @@ _RUN_KEYS = {
     "metrics.empty_rows": (lambda v: v in ("mulan", "exclude"), "mulan or exclude"),
     "metrics.ties": (lambda v: v in ("mulan", "max"), "mulan or max"),
     "metrics.zero_division": (lambda v: v in ("warn", 0, 1, 0.0, 1.0), "warn, 0 or 1"),
+    "dataset.n_labels": (lambda v: v is None or (isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                                                 and v >= 1), "null or a positive integer"),
+    "dataset.subsample": (lambda v: v is None or (isinstance(v, numbers.Real) and not isinstance(v, bool)
+                                                  and 0 < v <= 1), "null or a fraction in (0, 1]"),
+    "dataset.cv_train_size": (lambda v: v is None or (isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                                                      and v >= 1), "null or a positive integer"),
     "graph.kind": (lambda v: v in ("knn", "epsilon", "bmatching"), "knn, epsilon or bmatching"),
     "graph.k": (lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1,
                 "a positive integer (neighbours per point)"),
@@ -309,8 +315,8 @@ def prepare(cfg: DictConfig, in_parallel_launcher: bool = False) -> Plan:
     try:
         protocol = {k: v for k, v in cfg.protocol.items() if k != "normalise"}
         trials = call(protocol, seed=cfg.seed, **protocol_inputs(protocol, data))
-    except (ValueError, TypeError, OmegaConfBaseException) as exc:
-        raise _config_error("protocol", exc) from exc
+    except Exception as exc:  # Hydra's `call` wraps the protocol's own error
+        raise _config_error("protocol", exc.__cause__ or exc) from exc
     try:
         estimator = make_estimator(cfg.method, cfg.get("selector"), cfg.protocol.get("normalise", False))
     except Exception as exc:  # Hydra wraps a constructor's error in InstantiationException
