@@ -74,7 +74,8 @@ def test_killed_slurm_sweep_resumes_to_one_finished_run_per_job(slurm_sweep, tra
     deadline = time.monotonic() + 400
     while time.monotonic() < deadline and not any(r.info.status == "FINISHED" for r in runs()):
         time.sleep(2)
-    arrays = {p.name.split("_")[0] for p in tmp_path.glob("multiruns/*/*/.submitit/*") if "_" in p.name}
+    arrays = {p.name.split("_")[0] for p in tmp_path.glob("multiruns/*/*/.submitit/*")
+              if re.fullmatch(r"\d+_\d+", p.name)}
     subprocess.run(["scancel", *arrays], check=True)  # every job still queued or running ends now
     os.killpg(sweep.pid, signal.SIGINT)
     sweep.communicate(timeout=300)
