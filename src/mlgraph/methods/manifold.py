@@ -180,7 +180,7 @@ class _ManifoldRegularization(MultiLabelClassifierMixin, BaseEstimator):
         X, Y, labelled = self._check_fit_data(X, Y)
         self.mean_, self.scale_ = standardisation(X)
         Xs = (X - self.mean_) / self.scale_
-        n, l = Xs.shape[0], int(labelled.sum())
+        l = int(labelled.sum())
         xi = self._reliance_weights(labelled)                                  # Eq. 16
         target = np.where(labelled[:, None], 2.0 * Y - 1.0, 0.0)               # ±1 / 0 rows
         lam = l * self.gamma_A
