@@ -39,7 +39,10 @@ of the IRWLS model read, for every output j,
 the bias row being Eq. 12's second row after substitution (it reduces to 1ᵀβ_j = 0). The
 matrix is the same for all q outputs: one Cholesky factorisation of ``K_SS + diag(1/(C1 a_S))``
 (positive definite, smallest eigenvalue ≥ 1/(2 C1) since a_i < 2) per iteration, the bias by
-the Schur complement.
+the Schur complement. No factorisation carries over between iterations: the weights a_i
+change at every support vector, so the whole diagonal of the matrix does (on a bibtex half
+every training point is a support vector, ε = 0.1, and the 42 iterations are 42 Cholesky
+factorisations of 3,697²); when N is empty the K_SN β_N product is skipped.
 
 Assumptions (choices the paper leaves open)
 -------------------------------------------
@@ -63,9 +66,13 @@ Assumptions (choices the paper leaves open)
   level; when more points are active than free, a Cholesky of M_FF instead. A label took 4–7
   iterations on a yeast half and 6–11 on bibtex, and ends with a relative KKT violation below
   1e-13 (μ equal to the previous solver's to 4e-9 on bibtex, whose CG polish stopped at 2e-14).
+  Most of the time goes to the first iterations, whose active sets are the largest (1,400–2,000
+  points on bibtex, shrinking to the final 500–1,000). When M has more null directions than 1
+  (several closed neighbour classes, tiny sets), M + c 11ᵀ is singular and every free block
+  is factored directly.
   PDAS is not globally convergent on a PSD M that is not an M-matrix: a label whose active set
   recurs (a cycle) or that reaches 50 iterations, and every label when n > 6,000 (no dense M:
-  tmc2007-500), falls back to the previous solver, which ``solver="lbfgsb"`` runs for every
+  tmc2007-500), fall back to the previous solver, which ``solver="lbfgsb"`` runs for every
   label: L-BFGS-B on the bound-constrained problem with sparse
   matrix–vector products for value and gradient (M is singular, as (I − W)1 = 0, which
   L-BFGS-B tolerates), started from μ = λy, ftol 1e-15, projected-gradient tolerance 1e-10,
