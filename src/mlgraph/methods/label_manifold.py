@@ -375,17 +375,20 @@ class _QP:
                     x[f, k] = _solve_free_sparse(self.M[f][:, f], rhs[f, k], x0[f, k], atol)
             except (np.linalg.LinAlgError, RuntimeError):
                 good[k] = False
-        block, size = [], 0
-        for k in np.flatnonzero(schur):                          # blocks of labels: Σ|A|² ≤ 4 blocks
+        cols, block, size = np.flatnonzero(schur), [], 0
+        for k in cols:                                           # blocks of labels: P_AA factors ≤ 128 MiB
             block.append(k)
             size += n_active[k] ** 2
-            if k == np.flatnonzero(schur)[-1] or len(block) == 64 or size > 4 * _BLOCK:
-                x[:, block], good[block] = self._solve_free_schur(free[:, block], rhs[:, block])
+            if k == cols[-1] or len(block) == 64 or size > 4 * _BLOCK:
+                try:
+                    x[:, block] = self._solve_free_schur(free[:, block], rhs[:, block])
+                except np.linalg.LinAlgError:                    # P_AA not numerically positive definite
+                    good[block] = False
                 block, size = [], 0
         good &= np.isfinite(x).all(axis=0)
         return x, good
 
-    def _solve_free_schur(self, free: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _solve_free_schur(self, free: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         """:meth:`solve_free` through P for a block of labels (see there)."""
         P, c = self.inverse()
         J = rhs.shape[1]
@@ -420,7 +423,7 @@ class _QP:
             res = np.where(free, rhs - self.M @ x, 0.0)
             if (np.abs(res).max(axis=0) >= size).all():         # rounding level reached
                 break
-        return x, np.ones(J, dtype=bool)
+        return x
 
     def solve(self, y: np.ndarray) -> tuple[np.ndarray, dict]:
         """min μᵀMμ subject to y∘μ ≥ λ for one label by the previous path (the reference, and
