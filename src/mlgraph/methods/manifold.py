@@ -234,7 +234,7 @@ class _ManifoldRegularization(MultiLabelClassifierMixin, BaseEstimator):
         if symmetric:                                                          # (ν M K M + λ M) β = Y, Θ = M β
             A = _symmetric_matrix(K, M, xi[0], lam)
             del K                                                              # A took its buffer
-            factor = scipy.linalg.cho_factor(A.T, overwrite_a=True, check_finite=False)
+            factor = scipy.linalg.cho_factor(A.T, lower=True, overwrite_a=True, check_finite=False)
             theta = M @ scipy.linalg.cho_solve(factor, target, check_finite=False)
         else:
             A = _eq19_matrix(K, M, xi, lam)
