@@ -136,6 +136,21 @@ def test_a_cycling_label_falls_back_to_the_previous_path():
     np.testing.assert_allclose(mu[:, 1], exact[:, 1], rtol=0, atol=0)
 
 
+def test_a_failed_factorisation_falls_back_to_the_previous_path(monkeypatch):
+    """A P_AA that is not numerically positive definite: its labels leave the active-set
+    iterations (and, as the polish fails the same way, end with the exact NNLS) at KKT points."""
+    W, Y, _ = _qp_problem(n=80, q=3, k=8, seed=1)
+    ref = label_manifold(W, Y)
+
+    def fail(self, free, rhs):
+        raise np.linalg.LinAlgError("not positive definite")
+
+    monkeypatch.setattr(label_manifold_module._QP, "_solve_free_schur", fail)
+    mu, info = label_manifold(W, Y, return_info=True)
+    assert all(i["solver"] == "NNLS" and i["kkt"] < 1e-12 for i in info)
+    np.testing.assert_allclose(mu, ref, rtol=0, atol=1e-9)
+
+
 @pytest.mark.parametrize("active_share", [0.2, 0.7], ids=["schur-through-inverse", "cholesky-of-M_FF"])
 def test_free_block_solves_match_a_dense_solve(active_share):
     """Both branches of _QP.solve_free, several labels at once: few active points go through
