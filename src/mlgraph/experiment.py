@@ -167,6 +167,8 @@ def _metric_rows(summary: pd.DataFrame, table: pd.DataFrame, metrics: list[str])
     if "n_degenerate_labels" in ok and len(ok):
         yield "n_degenerate_labels", ok["n_degenerate_labels"].max(), 0
         yield "n_trials_with_degenerate_labels", int(ok["n_degenerate_labels"].gt(0).sum()), 0
+    for column in (c for c in ok.columns if c.startswith("solver_")):  # how far an approximation is
+        yield f"{column}_max", ok[column].max(), 0
     if len(ok):
         yield "fit_seconds_mean", ok["fit_seconds"].mean(), 0
 

@@ -88,6 +88,15 @@ def _transduce(model, X, Y, trial: Trial):
     return model.label_scores_[n_train:], model.transduction_[n_train:], fit_seconds, 0.0
 
 
+def _solver_report(model) -> dict:
+    """The numeric part of an estimator's ``solver_report_`` (e.g. the residual of an
+    approximate solver), as ``solver_<key>`` columns of the trial's row."""
+    final = model.steps[-1][1] if hasattr(model, "steps") else model
+    report = getattr(final, "solver_report_", None) or {}
+    return {f"solver_{k}": float(v) for k, v in report.items()
+            if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)}
+
+
 def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int, evaluation: dict) -> dict:
     die_with_parent()  # a worker whose job is killed, even by SIGKILL, goes with it
     row = {"rate": trial.rate, "step": trial.step, "repetition": trial.repetition,
@@ -110,6 +119,7 @@ def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int, evaluati
                 Y_pred = model.predict(X_test)
                 row["predict_seconds"] = time.perf_counter() - start
             row.update(evaluate(Y[trial.test], scores, Y_pred, metrics, **evaluation))
+            row.update(_solver_report(model))
             if hasattr(model, "staged_predict") and set(metrics or ()) <= set(DUAL_SET_METRICS):
                 row.update(_staged_accuracies(model, X_test, Y[trial.test]))
     except Exception as exc:  # a failed trial is data, not a crash of the job
