@@ -8,7 +8,8 @@ PORT   ?= 5000
 ARGS   ?=
 
 .PHONY: install test test-fast lint run ui bench sweep-reliance sweep-hparams compare report fs-sweep clean \
-        slurm-up slurm-down server-up server-down test-cluster
+        slurm-up slurm-down server-up server-down test-cluster \
+        test-ui test-wheel
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,7 +23,14 @@ test: $(STAMP)  ## the whole suite: unit, config and integration tests
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP)  ## unit tests only
-	$(BIN)/python -m pytest -m "not integration"
+	$(BIN)/python -m pytest -m "not integration and not ui"
+
+test-wheel: $(STAMP)  ## build the wheel, install it in a fresh venv, run `mlgraph` outside the checkout
+	$(BIN)/python -m pytest tests/package
+
+test-ui: $(STAMP)  ## the README's MLflow UI path in headless Chromium (installs Debian's chromium if missing)
+	scripts/install-chromium.sh
+	$(BIN)/python -m pytest -m ui tests/ui
 
 lint: $(STAMP)  ## pyflakes-level checks and import order (ruff)
 	$(BIN)/ruff check src tests
