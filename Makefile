@@ -39,6 +39,8 @@ run: $(STAMP)  ## the main job: ML-MRRW on yeast under paper 000's protocol
 	$(BIN)/python -m run method=mlmrrw dataset=yeast $(ARGS)
 
 ui: $(STAMP)  ## MLflow UI on the local store
+	@echo "Runs of an experiment: http://127.0.0.1:$(PORT)/#/experiments/<id>/runs?workflowType=machine_learning"
+	@echo "(without ?workflowType=machine_learning MLflow 3 opens its GenAI view; or click 'Model training')"
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath $(OUT))/mlflow.db --host 127.0.0.1 --port $(PORT)
 
 bench: $(STAMP)  ## speed and overhead ratios, measured in one run (adds the reference libraries)
