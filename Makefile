@@ -19,8 +19,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv and install mlgraph with its test tools
 
-test: $(STAMP)  ## the whole suite: unit, config and integration tests
-	$(BIN)/python -m pytest
+test: $(STAMP)  ## the whole suite: unit, integration, wheel, UI (headless Chromium) and cluster tests (starts SLURM and PostgreSQL; root)
+	MLGRAPH_CLUSTER_TESTS=1 $(BIN)/python -m pytest
 
 test-fast: $(STAMP)  ## unit tests only
 	$(BIN)/python -m pytest -m "not integration and not ui"
