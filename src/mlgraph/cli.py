@@ -44,7 +44,10 @@ def hydra_main(task: Callable, argv: list[str], name: str) -> None:
 
     import mlgraph.tracking  # noqa: F401  (registers the abspath resolver used by the config)
 
-    sys.argv = [sys.argv[0], *argv, f"hydra.job.name={name}", f"hydra/help={name}"]
+    # a preset may put `run` into MULTIRUN mode; the other commands read one config, once
+    single = ["hydra.mode=RUN"] if name != "run" and not any(a.startswith("-sc") or a.startswith("--shell")
+                                                             for a in argv) else []
+    sys.argv = [sys.argv[0], *argv, f"hydra.job.name={name}", f"hydra/help={name}", *single]
     hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")(task)()
 
 

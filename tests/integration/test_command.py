@@ -22,10 +22,12 @@ def run(args, out: Path, multirun=False):
 
 
 def runs_of(out: Path, experiment="mlgraph"):
+    """The job runs of ``experiment`` (a sweep's parent run, tagged kind=sweep, left out)."""
     client = mlflow.MlflowClient(f"sqlite:///{out}/mlflow.db")
     exp = client.get_experiment_by_name(experiment)
     assert exp is not None, f"experiment {experiment} missing"
-    return client, client.search_runs([exp.experiment_id], run_view_type=mlflow.entities.ViewType.ALL)
+    runs = client.search_runs([exp.experiment_id], run_view_type=mlflow.entities.ViewType.ALL)
+    return client, [r for r in runs if r.data.tags.get("kind") != "sweep"]
 
 
 def test_main_command_tracks_everything(tmp_path):
@@ -61,7 +63,7 @@ def test_multirun_on_fresh_store_loses_no_job(tmp_path):
 def test_bad_parameter_fails_clearly_and_the_sweep_goes_on(tmp_path):
     proc = run(["dataset=emotions", "method.nu2=-0.5,0.1", *FEW], tmp_path, multirun=True)
     assert proc.returncode != 0
-    assert "nu2=-0.5 must be >= 0" in proc.stderr
+    assert "method.nu2=-0.5 is not valid for MLMRRW: it must be >= 0" in proc.stderr
     _, runs = runs_of(tmp_path)
     status = {r.data.params["method.nu2"]: r for r in runs}
     assert status["0.1"].info.status == "FINISHED"
