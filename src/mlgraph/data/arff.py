@@ -104,6 +104,13 @@ class ArffError(ValueError):
         self.column = column
 
 
+def raise_at(message: str, source, locate, row: int, column) -> None:
+    """Raise :class:`ArffError` at the file line and column of a data ``row`` and attribute or
+    column, as the reader's ``locate(row, column)`` finds them."""
+    line, col = locate(row, column)
+    raise ArffError(message, source=source, line=line, column=col)
+
+
 class _ValueProblem(ValueError):
     """A bad data value; ``column`` is its 1-based position in the row (attribute index + 1)."""
 

@@ -46,6 +46,7 @@ from mlgraph.data.arff import (
     Attribute,
     data_row_line,
     parse_arff,
+    raise_at,
     read_bytes,
     show,
 )
@@ -331,13 +332,7 @@ def _labels(parsed: ArffData, source: str, label_idx: list[int], locate: Locate)
         column = block[:, k]
         missing = np.flatnonzero(np.isnan(column))
         if len(missing):
-            line, col = locate(int(missing[0]), j)
-            raise ArffError(
-                f"label {show(attribute.name)} is missing (?); labels must be 0 or 1",
-                source=source,
-                line=line,
-                column=col,
-            )
+            raise_at(f"label {show(attribute.name)} is missing (?); labels must be 0 or 1", source, locate, int(missing[0]), j)
         if attribute.kind == "nominal":
             column = _binary_values(attribute, source)[column.astype(np.int64)]
         elif attribute.kind != "numeric":
@@ -348,13 +343,7 @@ def _labels(parsed: ArffData, source: str, label_idx: list[int], locate: Locate)
             )
         bad = np.flatnonzero((column != 0) & (column != 1))
         if len(bad):
-            line, col = locate(int(bad[0]), j)
-            raise ArffError(
-                f"label {show(attribute.name)} has a value other than 0 or 1",
-                source=source,
-                line=line,
-                column=col,
-            )
+            raise_at(f"label {show(attribute.name)} has a value other than 0 or 1", source, locate, int(bad[0]), j)
         Y[:, k] = column
     return Y
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mlgraph.data.arff import ArffError, decode_text, read_bytes, show
+from mlgraph.data.arff import ArffError, decode_text, raise_at, read_bytes, show
 from mlgraph.data.mulan import MissingPolicy, MultiLabelDataset, check_missing
 from mlgraph.data.registry import ChecksumError, find_file
 
@@ -130,13 +130,7 @@ def _label(table: pd.DataFrame, column: str, source: str, locate) -> np.ndarray:
     codes = table[column].str.strip().str.lower().map(_LABEL_VALUES)
     bad = np.flatnonzero(codes.isna().to_numpy())
     if len(bad):
-        line, col = locate(int(bad[0]), column)
-        raise ArffError(
-            f"label column {show(column)}: a value is missing or not 0/1",
-            source=source,
-            line=line,
-            column=col,
-        )
+        raise_at(f"label column {show(column)}: a value is missing or not 0/1", source, locate, int(bad[0]), column)
     return codes.to_numpy(np.int8)
 
 
@@ -147,13 +141,7 @@ def _feature(table: pd.DataFrame, column: str, source: str, locate) -> np.ndarra
     values = pd.to_numeric(text.where(~absent), errors="coerce").to_numpy(np.float64)
     bad = np.flatnonzero(np.isnan(values) & ~absent)
     if len(bad):
-        line, col = locate(int(bad[0]), column)
-        raise ArffError(
-            f"feature column {show(column)}: the value is not a number",
-            source=source,
-            line=line,
-            column=col,
-        )
+        raise_at(f"feature column {show(column)}: the value is not a number", source, locate, int(bad[0]), column)
     return values
 
 
