@@ -17,6 +17,8 @@ import hashlib
 import logging
 import os
 import signal
+import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -30,7 +32,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from mlgraph.signals import Interrupted, forward_and_wait
-from mlgraph.tracking import canonical, setup_from_config
+from mlgraph.tracking import TrackingUnavailable, canonical, setup_from_config
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +179,30 @@ def sweep_key(config: DictConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+class SlurmRefused(RuntimeError):
+    """SLURM would not accept the sweep's jobs."""
+
+
+def check_slurm(launcher: DictConfig) -> None:
+    """For the SLURM launcher, ask ``sbatch --test-only`` whether a job with the launcher's
+    partition, time, CPUs and memory would be accepted; say the command and its answer if not."""
+    if "SlurmLauncher" not in str(launcher.get("_target_", "")):
+        return
+    command = ["sbatch", "--test-only", f"--time={int(launcher.timeout_min)}",
+               f"--cpus-per-task={int(launcher.cpus_per_task)}", f"--mem={int(launcher.mem_gb)}G",
+               "--wrap=true", *([f"--partition={launcher.partition}"] if launcher.get("partition") else [])]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SlurmRefused(f"cannot submit to SLURM: `{' '.join(command)}` failed ({exc}); nothing was "
+                           "submitted. Is this a SLURM login node (sbatch on PATH, SLURM_CONF)?") from exc
+    if done.returncode != 0:
+        answer = (done.stderr or done.stdout).strip().splitlines()
+        raise SlurmRefused(f"SLURM refuses the sweep's jobs: `{' '.join(command)}` said "
+                           f"{answer[-1] if answer else f'exit status {done.returncode}'!r}; nothing was "
+                           "submitted. Check hydra.launcher.partition, timeout_min, cpus_per_task and mem_gb.")
+
+
 class SweepCallback(Callback):
     """Creates the store and experiment once, opens (or, resuming, reopens) the sweep's parent
     run before any job starts, and closes it with the sweep's table however the sweep ends."""
@@ -187,7 +213,14 @@ class SweepCallback(Callback):
         self.interrupted = False
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        experiment_id = setup_from_config(config.tracking)
+        # Hydra turns a callback's exception into a warning and runs the sweep anyway: a store
+        # or a scheduler that refuses must stop it here, before any job, in one paragraph.
+        try:
+            experiment_id = setup_from_config(config.tracking)
+            check_slurm(config.hydra.launcher)
+        except (TrackingUnavailable, SlurmRefused) as exc:
+            print(exc, file=sys.stderr)
+            raise SystemExit(2) from exc
         self.client = mlflow.MlflowClient(config.tracking.uri)
         self.experiment_id, self.sweep_dir = experiment_id, Path(config.hydra.sweep.dir)
         key = sweep_key(config)

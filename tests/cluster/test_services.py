@@ -93,3 +93,12 @@ def test_killed_slurm_sweep_resumes_to_one_finished_run_per_job(slurm_sweep, tra
     assert sorted(float(r.data.params["method.nu2"]) for r in after) == sorted(map(float, grid))
     assert finished_before <= {r.info.run_id for r in after}  # finished jobs were skipped, not redone
     assert all(r.data.metrics["n_trials"] == 12 for r in after)
+
+
+def test_a_refused_slurm_submission_is_one_paragraph_before_any_job(slurm_sweep, tracking_uri):
+    experiment = f"refused-{uuid.uuid4().hex[:8]}"
+    argv, kwargs = slurm_sweep(experiment, "hydra.launcher.partition=nope", "dataset=emotions", "method.nu2=0,1")
+    done = subprocess.run(argv, **kwargs, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "SLURM refuses the sweep's jobs: `sbatch --test-only" in done.stderr
+    assert "--partition=nope" in done.stderr and "Traceback" not in done.stderr
+    assert mlflow.MlflowClient(tracking_uri).get_experiment_by_name(experiment) is None  # nothing ran
