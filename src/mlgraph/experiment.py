@@ -383,13 +383,17 @@ def find_previous(experiment_id: str, chash: str):
     return (finished or runs or [None])[0]
 
 
-def _record_config_error(experiment_id: str, name: str, job: JobInfo, exc: ConfigError) -> None:
-    """A sweep job whose config is invalid still appears in the sweep, as a FAILED run."""
+def _record_config_error(cfg: DictConfig, experiment_id: str, name: str, job: JobInfo,
+                         exc: ConfigError) -> None:
+    """A sweep job whose config is invalid still appears in the sweep, as a FAILED run with
+    its params (as far as they resolve) and the error."""
     client = mlflow.MlflowClient()
     tags = {**job.tags(), "error": str(exc)[:5000]}
     if job.parent_run_id:
         tags["mlflow.parentRunId"] = job.parent_run_id
     run = client.create_run(experiment_id, run_name=name, tags=tags)
+    with contextlib.suppress(Exception):  # a missing mandatory value leaves nothing to log
+        log_batch(run.info.run_id, params=config_params(cfg))
     client.set_terminated(run.info.run_id, "FAILED")
 
 
@@ -411,7 +415,7 @@ def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,
         plan = prepare(cfg, in_parallel_launcher)
     except ConfigError as exc:
         if job.sweep_id:
-            _record_config_error(experiment_id, name, job, exc)
+            _record_config_error(cfg, experiment_id, name, job, exc)
         raise
     chash = config_hash(cfg)
     requeued = os.environ.get("SLURM_RESTART_COUNT", "0") not in ("", "0")  # SLURM runs it again
