@@ -73,3 +73,22 @@ def test_resolve_parallelism():
     assert resolve_parallelism(1, False, cores=4) == Parallelism(1, 4)
     with pytest.raises(ValueError, match="n_jobs"):
         resolve_parallelism(0, False)
+
+
+class ScoresOnce(ColumnMeans):
+    """Predictions derive from the scores: the runner must not ask for them again."""
+
+    def predict(self, X):
+        raise AssertionError("predict called although predict_from_scores exists")
+
+    def predict_from_scores(self, scores):
+        return (scores > 0.5).astype(np.int8)
+
+
+def test_predictions_come_from_the_scores_when_the_estimator_can(data):
+    X, Y = data
+    trials = labelling_rate_trials(len(X), rates=[0.5], repeats=2, seed=0)
+    a = run_trials(ScoresOnce(), X, Y, trials, ["micro_f1", "avg_precision"], progress=False)
+    b = run_trials(ColumnMeans(), X, Y, trials, ["micro_f1", "avg_precision"], progress=False)
+    assert (a.status == "ok").all()
+    pd.testing.assert_series_equal(a.micro_f1, b.micro_f1)

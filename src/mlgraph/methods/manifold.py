@@ -296,7 +296,12 @@ class _ManifoldRegularization(MultiLabelClassifierMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         """Binary label matrix: label j is predicted where its score exceeds 0 (Eq. 20)."""
-        return (self.decision_function(X) > 0).astype(np.int8)
+        return self.predict_from_scores(self.decision_function(X))
+
+    def predict_from_scores(self, scores: np.ndarray) -> np.ndarray:
+        """:meth:`predict` from scores already computed by :meth:`decision_function` (the
+        runner needs both, and the test kernel is the costly part of each)."""
+        return (np.asarray(scores) > 0).astype(np.int8)
 
 
 class MLMR(_ManifoldRegularization):
