@@ -87,6 +87,22 @@ def test_run_and_a_sweep_preset_from_an_empty_folder(installed, tmp_path):
     assert list((tmp_path / "out" / "runs").glob("*/*/run.log"))  # the job folder is under the output dir
 
 
+def test_report_and_toy_from_an_empty_folder(installed, tmp_path):
+    bin_dir, _ = installed
+    few = ["protocol.repeats=1", "protocol.rates=[0.1,0.5]", "progress=false"]
+    proc = mlgraph(bin_dir, ["run", "experiment=ssl_comparison", "hydra.sweeper.params.dataset=emotions",
+                             "method=mlknn,mlmrrw", *few], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = mlgraph(bin_dir, ["report", "experiment=ssl_comparison"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ML-MRRW" in (tmp_path / "out" / "reports" / "ssl_comparison" / "report.md").read_text()
+    proc = mlgraph(bin_dir, ["toy"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
+    (toy,) = client.search_runs([client.get_experiment_by_name("toy").experiment_id])
+    assert toy.info.status == "FINISHED" and toy.data.metrics["correlation_label1"] > 0.99
+
+
 @pytest.mark.parametrize("command", ["run", "report", "toy", "hparams"])
 def test_every_command_answers_help(installed, tmp_path, command):
     proc = mlgraph(installed[0], [command, "--help"], tmp_path)
