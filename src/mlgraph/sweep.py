@@ -216,8 +216,8 @@ class SweepCallback(Callback):
         # Hydra turns a callback's exception into a warning and runs the sweep anyway: a store
         # or a scheduler that refuses must stop it here, before any job, in one paragraph.
         try:
+            check_slurm(config.hydra.launcher)  # first: it leaves nothing behind
             experiment_id = setup_from_config(config.tracking)
-            check_slurm(config.hydra.launcher)
         except (TrackingUnavailable, SlurmRefused) as exc:
             print(exc, file=sys.stderr)
             raise SystemExit(2) from exc
