@@ -29,6 +29,8 @@ from sklearn.pipeline import Pipeline
 from mlgraph.data import load_dataset
 from mlgraph.data.dual_set import DualSetDataset
 from mlgraph.data.splits import SPLIT_KEYS, load_fixed_split
+from mlgraph.graphs import KINDS, WEIGHTS
+from mlgraph.methods.base import check_params, nonneg, positive, positive_int
 from mlgraph.methods.dual_set import DualSetEstimator, DualSetFromMultiLabel
 from mlgraph.metrics import DUAL_SET_METRICS, METRICS
 from mlgraph.protocols import protocol_inputs, uses_fixed_split
@@ -219,54 +221,55 @@ def run_from_hydra(cfg: DictConfig) -> pd.DataFrame | None:
         die_of(exc.signum)
 
 
-# Top-level keys: (check, what is allowed).
+def _optional(check):
+    return lambda v: v is None or check(v)
+
+
+def _one_of(*allowed):
+    return lambda v: v in allowed
+
+
+def _count(v) -> bool:
+    return isinstance(v, numbers.Integral) and nonneg(v)
+
+
+# Keys outside the estimator's own parameters: (check, what is allowed).
 _RUN_KEYS = {
-    "seed": (lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0,
-             "a non-negative integer"),
-    "n_jobs": (lambda v: v == "auto" or (isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1),
-               "a positive integer or 'auto'"),
-    "progress": (lambda v: isinstance(v, bool), "true or false"),
-    "resume": (lambda v: isinstance(v, bool), "true or false"),
-    "strict": (lambda v: isinstance(v, bool), "true or false"),
-    "graph_cache": (lambda v: v is None or (isinstance(v, str) and not Path(v).is_file()),
+    "seed": (_count, "a non-negative integer"),
+    "n_jobs": (lambda v: v == "auto" or positive_int(v), "a positive integer or 'auto'"),
+    "progress": (_one_of(True, False), "true or false"),
+    "resume": (_one_of(True, False), "true or false"),
+    "strict": (_one_of(True, False), "true or false"),
+    "graph_cache": (_optional(lambda v: isinstance(v, str) and not Path(v).is_file()),
                     "null or a folder path (not a file)"),
-    "tracking.checkpoint_seconds": (lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) and v >= 0,
-                                    "a number of seconds >= 0"),
-    "metrics.empty_rows": (lambda v: v in ("mulan", "exclude"), "mulan or exclude"),
-    "metrics.ties": (lambda v: v in ("mulan", "max"), "mulan or max"),
-    "metrics.zero_division": (lambda v: v in ("warn", 0, 1, 0.0, 1.0), "warn, 0 or 1"),
-    "dataset.n_labels": (lambda v: v is None or (isinstance(v, numbers.Integral) and not isinstance(v, bool)
-                                                 and v >= 1), "null or a positive integer"),
-    "dataset.subsample": (lambda v: v is None or (isinstance(v, numbers.Real) and not isinstance(v, bool)
-                                                  and 0 < v <= 1), "null or a fraction in (0, 1]"),
-    "dataset.cv_train_size": (lambda v: v is None or (isinstance(v, numbers.Integral) and not isinstance(v, bool)
-                                                      and v >= 1), "null or a positive integer"),
-    "graph.kind": (lambda v: v in ("knn", "epsilon", "bmatching"), "knn, epsilon or bmatching"),
-    "graph.k": (lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1,
-                "a positive integer (neighbours per point)"),
-    "graph.b": (lambda v: v is None or (isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1),
-                "null or a positive integer (the degree of every node)"),
-    "graph.eps": (lambda v: v is None or (isinstance(v, numbers.Real) and not isinstance(v, bool) and v > 0),
-                  "null or a positive number"),
-    "graph.weights": (lambda v: v in ("distance", "heat"), "distance or heat"),
+    "tracking.checkpoint_seconds": (nonneg, "a number of seconds >= 0"),
+    "metrics.empty_rows": (_one_of("mulan", "exclude"), "mulan or exclude"),
+    "metrics.ties": (_one_of("mulan", "max"), "mulan or max"),
+    "metrics.zero_division": (_one_of("warn", 0, 1), "warn, 0 or 1"),
+    "dataset.n_labels": (_optional(positive_int), "null or a positive integer"),
+    "dataset.subsample": (_optional(lambda v: positive(v) and v <= 1), "null or a fraction in (0, 1]"),
+    "dataset.cv_train_size": (_optional(positive_int), "null or a positive integer"),
+    "graph.kind": (_one_of(*KINDS), " or ".join(KINDS)),
+    "graph.k": (positive_int, "a positive integer (neighbours per point)"),
+    "graph.b": (_optional(positive_int), "null or a positive integer (the degree of every node)"),
+    "graph.eps": (_optional(positive), "null or a positive number"),
+    "graph.weights": (_one_of(*WEIGHTS), " or ".join(WEIGHTS)),
 }
 
 
 def check_run_keys(cfg: DictConfig) -> None:
-    """Validate the top-level keys, naming the key, its value and what is allowed."""
+    """Validate the keys of :data:`_RUN_KEYS` that the config has, naming the key, its value
+    and what is allowed."""
+    absent = object()
     for key, (ok, allowed) in _RUN_KEYS.items():
-        value = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)
-        if OmegaConf.select(cfg, key, default="<absent>") == "<absent>":
-            continue
-        if not ok(value):
+        value = OmegaConf.select(cfg, key, default=absent, throw_on_missing=False)
+        if value is not absent and not ok(value):
             raise ConfigError(f"{key}={value!r} is not valid: it must be {allowed}.")
 
 
 def check_estimator_params(estimator) -> None:
     """Run each step's declarative parameter checks (``_rules``) once, before any trial, and
     name the failing config key (``method.<param>`` or ``selector.<param>``)."""
-    from mlgraph.methods.base import check_params
-
     steps = estimator.steps if isinstance(estimator, Pipeline) else [("classify", estimator)]
     groups = {"classify": "method", "select": "selector"}
     for step, est in steps:
@@ -465,7 +468,7 @@ def _tracked(cfg, plan: Plan, name: str, job: JobInfo, experiment_id: str, chash
                                    evaluation=plan.evaluation, done=done, on_row=checkpoint.add)
             _finish(cfg, plan, table, name, job, run_id, out, spent)
         except (Interrupted, SystemExit) as exc:  # submitit exits after requeueing a pre-empted job
-            why = (signal_name(exc.signum) if isinstance(exc, Interrupted)
+            why = (exc.name if isinstance(exc, Interrupted)
                    else "requeued by SLURM (pre-emption or time limit)")
             with deferred():
                 stop_workers()
@@ -485,12 +488,6 @@ def _tracked(cfg, plan: Plan, name: str, job: JobInfo, experiment_id: str, chash
     return summarise(table, plan.metrics)
 
 
-def signal_name(signum: int) -> str:
-    import signal
-
-    return signal.Signals(signum).name
-
-
 def _finish(cfg, plan: Plan, table: pd.DataFrame, name: str, job: JobInfo, run_id: str, out: Path,
             spent: dict) -> None:
     """Log the run's metrics, tables and figures, say what is degenerate, and fail the run when
@@ -508,7 +505,7 @@ def _finish(cfg, plan: Plan, table: pd.DataFrame, name: str, job: JobInfo, run_i
         _log_artifacts(out, cfg, table, summary, title=f"{cfg.method.name} on {plan.data.name}")
     log_batch(run_id, metrics=[(f"{k}_seconds", v, 0) for k, v in spent.items()])
     overrides = f"overrides: {' '.join(job.overrides)}\n" if job.overrides else ""
-    log.info("\n%s: %d trials, MLflow run %s\n%s%s", name, len(table), run_id, overrides,
+    log.info("%s: %d trials, MLflow run %s\n%s%s", name, len(table), run_id, overrides,
              format_summary(summary, shown_metrics(metrics)))
     for note in notes:
         log.warning("%s", note)

@@ -31,8 +31,8 @@ class Interrupted(BaseException):
     """A handled SIGTERM or SIGINT."""
 
     def __init__(self, signum: int):
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
-        self.signum = signum
+        self.signum, self.name = signum, signal.Signals(signum).name
+        super().__init__(f"interrupted by {self.name}")
 
 
 def _raise(signum, frame):
