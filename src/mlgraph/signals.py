@@ -113,20 +113,42 @@ def exit_conventionally():
         die_of(exc.signum)
 
 
+def _stat(pid: int | str) -> tuple[str, int] | None:
+    """(state, parent pid) of a process from /proc, or None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1])
+
+
 def _children(pid: int) -> list[int]:
-    """The live child processes of ``pid`` (from /proc), loky's resource tracker excluded."""
+    """The live child processes of ``pid``, loky's resource tracker excluded."""
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        stat = _stat(entry.name) if entry.name.isdigit() else None
+        if stat is None or stat[1] != pid or stat[0] == "Z":
             continue
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            command = (entry / "cmdline").read_bytes()
+            if b"resource_tracker" not in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
         except OSError:
             continue
-        if int(fields[1]) == pid and fields[0] != "Z" and b"resource_tracker" not in command:
-            found.append(int(entry.name))
     return found
+
+
+def process_gone(pid: int, wait_seconds: float) -> bool:
+    """Whether process ``pid`` is dead or dying (zombie) within ``wait_seconds``: a SIGKILL
+    takes its threads down one by one, and the kernel signals a child when the thread that
+    started it exits, before the process itself is reaped."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        stat = _stat(pid)
+        if stat is None or stat[0] in "ZX" or os.getppid() != pid:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
 
 
 def forward_and_wait(signum: int, timeout: float = 60.0) -> None:

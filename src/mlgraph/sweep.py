@@ -19,7 +19,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from mlgraph.signals import Interrupted, forward_and_wait
+from mlgraph.signals import Interrupted, forward_and_wait, process_gone
 from mlgraph.tracking import TrackingUnavailable, canonical, setup_from_config
 
 log = logging.getLogger(__name__)
@@ -103,28 +102,12 @@ def run_name(cfg: DictConfig, job: JobInfo) -> str:
     parts = []
     for key, short in zip(keys, shorts):
         label = short if shorts.count(short) == 1 else key
-        value = OmegaConf.select(cfg, key.replace("/", "."), default=None)
-        if isinstance(value, DictConfig) or key in job.choices:
-            value = job.choices.get(key, value.get("name") if isinstance(value, DictConfig) else value)
-        parts.append(f"{label}={canonical(OmegaConf.to_object(value) if OmegaConf.is_config(value) else value)}")
+        value = job.choices.get(key)  # a config group is named by the option chosen
+        if value is None:
+            value = OmegaConf.select(cfg, key.replace("/", "."), default=None)
+            value = OmegaConf.to_object(value) if OmegaConf.is_config(value) else value
+        parts.append(f"{label}={canonical(value)}")
     return " ".join([name, *parts])
-
-
-def _gone(pid: int, wait_seconds: float) -> bool:
-    """Whether process ``pid`` is dead or dying (zombie) within ``wait_seconds``: a SIGKILL
-    takes its threads down one by one, and the kernel signals a child when the thread that
-    started it exits, before the process itself is reaped."""
-    deadline = time.monotonic() + wait_seconds
-    while True:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state in "ZX" or os.getppid() != pid:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.1)
 
 
 def close_orphaned_sweep() -> None:
@@ -133,7 +116,7 @@ def close_orphaned_sweep() -> None:
     import multiprocessing
 
     parent_run, launcher = os.environ.get(ENV_PARENT), multiprocessing.parent_process()
-    if not parent_run or launcher is None or not _gone(launcher.pid, wait_seconds=3.0):
+    if not parent_run or launcher is None or not process_gone(launcher.pid, wait_seconds=3.0):
         return
     client = mlflow.MlflowClient()
     if client.get_run(parent_run).info.status == "RUNNING":
