@@ -4,11 +4,9 @@ strict mode, config errors (in-process, real data, a throwaway SQLite store)."""
 from pathlib import Path
 
 import mlflow
-import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
-from sklearn.base import BaseEstimator
 
 from mlgraph.experiment import AllTrialsFailed, ConfigError, run_experiment
 from mlgraph.runner import Parallelism, resolve_parallelism
@@ -63,32 +61,12 @@ def test_spare_cores_become_blas_threads():
     assert resolve_parallelism("auto", True, cores=2, n_trials=1) == Parallelism(1, 1)
 
 
-class FailsWithFewLabels(BaseEstimator):
-    """Label frequencies as scores; fails when fewer than ``min_labelled`` rows are labelled."""
-
-    def __init__(self, min_labelled=0):
-        self.min_labelled = min_labelled
-
-    def fit(self, X, Y):
-        labelled = (Y != -1).all(axis=1)
-        if labelled.sum() < self.min_labelled:
-            raise RuntimeError(f"only {labelled.sum()} labelled rows")
-        self.freq_ = Y[labelled].mean(axis=0)
-        return self
-
-    def decision_function(self, X):
-        return np.tile(self.freq_, (X.shape[0], 1)) + 1e-6 * np.arange(len(self.freq_))
-
-    def predict(self, X):
-        return (self.decision_function(X) > 0.3).astype(np.int8)
-
-
 def _job(tmp_path, *overrides):
     cfg = _compose("dataset=emotions", "protocol.repeats=2", "protocol.rates=[0.05,0.5]", "progress=false",
                    f"tracking.uri=sqlite:///{tmp_path}/mlflow.db", f"tracking.artifact_location={tmp_path}/art",
                    "n_jobs=1", *overrides)
     OmegaConf.set_struct(cfg, False)
-    cfg.method = {"_target_": f"{__name__}.FailsWithFewLabels", "name": "freq", "min_labelled": 30}
+    cfg.method = {"_target_": "test_runner.ColumnMeans", "name": "freq", "fail_below_labelled": 30}
     return cfg
 
 
@@ -109,7 +87,7 @@ def test_strict_fails_the_run_on_any_failed_trial(tmp_path):
     with pytest.raises(AllTrialsFailed, match="2 of 4 trials failed"):
         run_experiment(_job(tmp_path, "strict=true"))
     (run,) = _runs(tmp_path)
-    assert run.info.status == "FAILED" and "labelled rows" in run.data.tags["error"]
+    assert run.info.status == "FAILED" and "only 20 labelled" in run.data.tags["error"]
 
 
 def test_degenerate_labels_are_counted_and_explained(tmp_path):
