@@ -135,8 +135,8 @@ def setup_experiment(uri: str, experiment: str, artifact_location: str | None = 
     mlflow.set_tracking_uri(uri)
     try:
         with store_lock(uri):
-            if _sqlite_path(uri) is not None:
-                _init_sqlite(_sqlite_path(uri))
+            if (db := _sqlite_path(uri)) is not None:
+                _init_sqlite(db)
             client = mlflow.MlflowClient(uri)
             found = client.get_experiment_by_name(experiment)
             if found is not None:
@@ -148,8 +148,6 @@ def setup_experiment(uri: str, experiment: str, artifact_location: str | None = 
                 if found is None:
                     raise
                 return found.experiment_id
-    except TrackingUnavailable:
-        raise
     except Exception as exc:  # the driver's and SQLAlchemy's errors, in one paragraph
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TrackingUnavailable(
