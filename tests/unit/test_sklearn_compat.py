@@ -360,3 +360,15 @@ def expected_failed_checks(est) -> dict[str, str]:
 @parametrize_with_checks(CHECKED, expected_failed_checks=expected_failed_checks, xfail_strict=True)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("name", sorted(MULTI_LABEL))
+def test_predictions_from_scores_match_predict(emotions, name):
+    """The runner predicts from the scores it already has (one test kernel, not two): where an
+    estimator offers that, it must give exactly ``predict``'s labels."""
+    est = clone(MULTI_LABEL[name][0])
+    if not hasattr(est, "predict_from_scores"):
+        pytest.skip(f"{name}: predictions are not a rule on decision_function")
+    X, Y = emotions
+    est.fit(X[:100], Y[:100])
+    assert np.array_equal(est.predict_from_scores(est.decision_function(X[100:])), est.predict(X[100:]))

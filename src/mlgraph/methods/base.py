@@ -78,6 +78,21 @@ class MultiLabelClassifierMixin(ClassifierMixin):
         return tags
 
 
+class ScoreThresholdMixin:
+    """``predict`` as a rule on the scores of ``decision_function``: label j where F_ij > 0,
+    or the estimator's own rule in :meth:`predict_from_scores`. The runner, which needs scores
+    and predictions, calls ``predict_from_scores`` on the scores it has, so a test kernel (or a
+    transductive re-solve) is computed once, not twice."""
+
+    def predict(self, X) -> np.ndarray:
+        """Binary label matrix (int8) from :meth:`decision_function`."""
+        return self.predict_from_scores(self.decision_function(X))
+
+    def predict_from_scores(self, scores) -> np.ndarray:
+        """:meth:`predict` from scores already computed: label j where the score exceeds 0."""
+        return (np.asarray(scores) > 0).astype(np.int8)
+
+
 class _LabelledScorer:
     """Callable ``(estimator, X, Y)`` scorer of :func:`labelled_scorer`; a class, so that a
     fitted ``GridSearchCV`` holding it can be pickled."""

@@ -78,6 +78,7 @@ from mlgraph.graphs.kernels import blas_threads, exp_scaled, row_blocks
 from mlgraph.graphs.sparsify import check_k, graph_from_pairs, unique_pairs
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
+    ScoreThresholdMixin,
     cached_graph,
     check_params,
     nonneg,
@@ -142,7 +143,7 @@ def _every_component_labelled(W: sp.csr_matrix, labelled: np.ndarray) -> bool:
     return bool(np.isin(component, component[labelled]).all())
 
 
-class _ManifoldRegularization(MultiLabelClassifierMixin, BaseEstimator):
+class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     """Shared fit/predict of Eq. 19–20; subclasses give the reliance weights (Eq. 16)."""
 
     _rules = {
@@ -293,15 +294,6 @@ class _ManifoldRegularization(MultiLabelClassifierMixin, BaseEstimator):
             block = gaussian_kernel(Xs[start : start + step], self.X_fit_, sigma=self.sigma_)
             scores[start : start + step] = block @ self.dual_coef_
         return scores
-
-    def predict(self, X) -> np.ndarray:
-        """Binary label matrix: label j is predicted where its score exceeds 0 (Eq. 20)."""
-        return self.predict_from_scores(self.decision_function(X))
-
-    def predict_from_scores(self, scores: np.ndarray) -> np.ndarray:
-        """:meth:`predict` from scores already computed by :meth:`decision_function` (the
-        runner needs both, and the test kernel is the costly part of each)."""
-        return (np.asarray(scores) > 0).astype(np.int8)
 
 
 class MLMR(_ManifoldRegularization):

@@ -75,6 +75,7 @@ from sklearn.utils.validation import check_is_fitted
 from mlgraph.graphs import KINDS, WEIGHTS, median_sigma
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
+    ScoreThresholdMixin,
     cached_graph,
     check_params,
     in_open_unit,
@@ -151,7 +152,7 @@ def lgc_scores(W, Y, labelled, alpha: float = 0.99) -> np.ndarray:
     return scores
 
 
-class _GraphPropagation(MultiLabelClassifierMixin, BaseEstimator):
+class _GraphPropagation(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     """Shared transductive fit: standardise all rows, build W, then :meth:`_scores`."""
 
     transductive = True
@@ -218,9 +219,9 @@ class _GraphPropagation(MultiLabelClassifierMixin, BaseEstimator):
         scores, _, _ = self._transduce(X_all, Y_all, labelled)
         return scores[self.X_fit_.shape[0]:]
 
-    def predict(self, X) -> np.ndarray:
-        """Binary label matrix of new points (solves again, see :meth:`decision_function`)."""
-        return (self.decision_function(X) > self.threshold).astype(np.int8)
+    def predict_from_scores(self, scores) -> np.ndarray:
+        """Labels whose score exceeds ``threshold``."""
+        return (np.asarray(scores) > self.threshold).astype(np.int8)
 
 
 class MLGFHF(_GraphPropagation):

@@ -118,6 +118,7 @@ from sklearn.utils.validation import check_is_fitted
 from mlgraph.graphs import squared_distances
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
+    ScoreThresholdMixin,
     check_params,
     nonneg,
     positive,
@@ -253,7 +254,7 @@ def _objective(params, X, rel_f, irr_f, norm, alpha, value=True):
     return float(loss.sum()) + penalty, grads
 
 
-class _RankingModel(MultiLabelClassifierMixin, BaseEstimator):
+class _RankingModel(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     """Shared by BP-MLL and RankSVM: the labelled rows, z-scored with their own statistics."""
 
     def _labelled_training_set(self, X, Y):
@@ -268,6 +269,11 @@ class _RankingModel(MultiLabelClassifierMixin, BaseEstimator):
 
     def _transform(self, X):
         return X if self.mean_ is None else (X - self.mean_) / self.scale_
+
+    def predict_from_scores(self, scores) -> np.ndarray:
+        """0/1 label matrix (int8): labels whose output is ≥ the learnt threshold t(x)."""
+        scores = np.asarray(scores)
+        return (scores >= _apply_threshold(scores, self.threshold_coef_)[:, None]).astype(np.int8)
 
 
 class BPMLL(_RankingModel):
@@ -359,10 +365,6 @@ class BPMLL(_RankingModel):
         params = [self.coefs_[0], self.intercepts_[0], self.coefs_[1], self.intercepts_[1]]
         return _forward(params, X)[1]
 
-    def predict(self, X) -> np.ndarray:
-        """0/1 label matrix (int8): labels whose output is ≥ the learnt threshold t(x)."""
-        C = self.decision_function(X)
-        return (C >= _apply_threshold(C, self.threshold_coef_)[:, None]).astype(np.int8)
 
 
 # --------------------------------------------------------------------------
@@ -507,7 +509,3 @@ class RankSVM(_RankingModel):
         check_is_fitted(self, "threshold_coef_")
         return self._scores(self._transform(self._check_predict_data(X)))
 
-    def predict(self, X) -> np.ndarray:
-        """0/1 label matrix (int8): labels whose output is ≥ the learnt threshold t(x)."""
-        F = self.decision_function(X)
-        return (F >= _apply_threshold(F, self.threshold_coef_)[:, None]).astype(np.int8)

@@ -56,6 +56,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, colu
 from mlgraph.graphs import squared_distances
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
+    ScoreThresholdMixin,
     check_params,
     fitted_data,
     fitted_features,
@@ -234,7 +235,7 @@ class RBFNetwork(ClassifierMixin, BaseEstimator):
 # --------------------------------------------------------------------------
 # ML-RBF (Zhang 2009)
 # --------------------------------------------------------------------------
-class MLRBF(MultiLabelClassifierMixin, BaseEstimator):
+class MLRBF(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     """ML-RBF (Zhang 2009): per-label k-means centres pooled into one RBF layer, ±1 targets.
 
     Parameters
@@ -303,7 +304,3 @@ class MLRBF(MultiLabelClassifierMixin, BaseEstimator):
         check_is_fitted(self, "coef_")
         X = self._check_predict_data(X)
         return rbf_design((X - self.mean_) / self.scale_, self.centres_, self.sigma_) @ self.coef_
-
-    def predict(self, X) -> np.ndarray:
-        """0/1 label matrix: label j where its output exceeds 0."""
-        return (self.decision_function(X) > 0).astype(np.int8)

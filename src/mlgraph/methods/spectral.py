@@ -76,6 +76,7 @@ from sklearn.utils.validation import check_is_fitted
 from mlgraph.graphs import gaussian_kernel, median_sigma
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
+    ScoreThresholdMixin,
     check_params,
     nonneg,
     positive,
@@ -171,7 +172,7 @@ def solve_primal(Phi: np.ndarray, degrees: np.ndarray, C: np.ndarray, labelled: 
     return sol[:r], sol[r]
 
 
-class MLFSKSC(MultiLabelClassifierMixin, TransformerMixin, BaseEstimator):
+class MLFSKSC(ScoreThresholdMixin, MultiLabelClassifierMixin, TransformerMixin, BaseEstimator):
     """ML-FSKSC [33]: fixed-size multi-label semi-supervised regularized KSC (see the module).
 
     gamma1 : weight γ1 ≥ 0 of the (maximised) KSC term eᵀD⁻¹e over all training points; the
@@ -241,6 +242,3 @@ class MLFSKSC(MultiLabelClassifierMixin, TransformerMixin, BaseEstimator):
         """Label scores e_l(x) = φ̂(x)ᵀw_l + b_l, one column per label."""
         return self.transform(X) @ self.coef_ + self.intercept_
 
-    def predict(self, X) -> np.ndarray:
-        """Binary label matrix: label l is predicted where e_l(x) > 0."""
-        return (self.decision_function(X) > 0).astype(np.int8)

@@ -98,6 +98,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
+    ScoreThresholdMixin,
     check_params,
     in_open_unit,
     positive_int,
@@ -308,7 +309,7 @@ class CalibratedLabelRanking(_Transformation):
         return (votes > virtual[:, None]).astype(np.int8)
 
 
-class EnsembleClassifierChains(_Transformation):
+class EnsembleClassifierChains(ScoreThresholdMixin, _Transformation):
     """ECC: ``n_chains`` classifier chains on resampled data and random label orders (Read et al.
     2011).
 
@@ -385,9 +386,9 @@ class EnsembleClassifierChains(_Transformation):
         """Per-label probability averaged over the chains, shape (n, q)."""
         return self.chain_scores(X).mean(axis=0)
 
-    def predict(self, X) -> np.ndarray:
+    def predict_from_scores(self, scores) -> np.ndarray:
         """Binary label matrix (int8): average probability ≥ ``threshold``."""
-        return (self.decision_function(X) >= self.threshold).astype(np.int8)
+        return (np.asarray(scores) >= self.threshold).astype(np.int8)
 
 
 class RAkEL(_Transformation):
