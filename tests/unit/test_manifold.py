@@ -92,8 +92,23 @@ def test_ml_mrrw_matches_eq19_assembled_densely(graph, nu):
     _, comp = connected_components(W > 0)
     spd = nu[0] == nu[1] and set(comp) == set(comp[lab])
     assert est.solver_report_["factorisation"] == ("cholesky" if spd else "lu")
+    assert est.solver_report_["precision"] == "mixed"  # the float32 factorisation converged
     if (kind, nu) in {("knn", (1.0, 1.0)), ("epsilon", (1.0, 1.0))}:
         assert spd == (kind == "knn")  # both paths are exercised
+
+
+@pytest.mark.parametrize("nu", [(1.0, 0.1), (1.0, 1.0)])
+def test_ill_conditioned_system_falls_back_to_double_precision(nu):
+    """With γ_A tiny and σ wide, cond(Eq. 19) ≫ 1/ε₃₂: the float32 LU's refinement does not
+    converge (30 steps) or the float32 Cholesky fails, and the float64 factorisation then gives
+    precision="double"'s solution."""
+    X, Y, X_test = _problem(seed=5)
+    params = dict(gamma_A=1e-13, gamma_I=1.0, nu1=nu[0], nu2=nu[1], sigma=20.0)
+    mixed, double = MLMRRW(**params).fit(X, Y), MLMRRW(precision="double", **params).fit(X, Y)
+    assert mixed.solver_report_["precision"] == "double"
+    assert mixed.solver_report_["refinement_steps"] == (30 if nu[0] != nu[1] else 0)
+    assert double.solver_report_["precision"] == "double" and double.solver_report_["refinement_steps"] == 0
+    np.testing.assert_array_equal(mixed.dual_coef_, double.dual_coef_)
 
 
 def test_test_kernel_in_blocks_equals_one_block(monkeypatch):
