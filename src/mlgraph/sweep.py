@@ -15,6 +15,7 @@ import atexit
 import datetime
 import hashlib
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -24,9 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import joblib
 import mlflow
 import pandas as pd
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
@@ -36,6 +39,7 @@ from mlgraph.tracking import TrackingUnavailable, canonical, setup_from_config
 log = logging.getLogger(__name__)
 
 ENV_PARENT, ENV_SWEEP, ENV_KEYS = "MLGRAPH_PARENT_RUN_ID", "MLGRAPH_SWEEP_ID", "MLGRAPH_SWEPT_KEYS"
+ENV_JOBS = "MLGRAPH_SWEEP_JOBS"
 HEADLINE = ("avg_precision_overall", "accuracy_all_overall", "micro_f1_overall", "macro_f1_overall",
             "hamming_loss_overall")
 # Keys never shown in a run name: they are in its prefix, or change nothing that is computed.
@@ -88,6 +92,31 @@ def swept_keys(config: DictConfig) -> list[str]:
     keys = override_keys(config.hydra.overrides.task, sweeps_only=True)
     keys += override_keys([f"{k}={v}" for k, v in params.items()], sweeps_only=True)
     return list(dict.fromkeys(keys))
+
+
+def sweep_size(config: DictConfig) -> int | None:
+    """How many jobs a multirun launches: the product of the swept keys' value counts (the
+    sweeper's params, then the command line, as Hydra's basic sweeper combines them); None
+    when a glob or an interval sweep makes it unknown here."""
+    args = [f"{k}={v}" for k, v in _sweeper_params(config).items()] + list(config.hydra.overrides.task)
+    try:
+        counts = {o.get_key_element(): len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1
+                  for o in OverridesParser.create().parse_overrides(args)}
+    except HydraException:
+        return None
+    return math.prod(counts.values())
+
+
+def concurrent_jobs(launcher: DictConfig) -> int | None:
+    """How many jobs of this sweep run at once in a local parallel launcher (joblib's
+    ``n_jobs``, at most the sweep's size, from the sweep's process), so that each can give
+    its share of the cores to BLAS; None when not known."""
+    size = os.environ.get(ENV_JOBS, "")
+    if not size.isdigit():
+        return None
+    n_jobs = launcher.get("n_jobs")
+    at_once = joblib.effective_n_jobs(n_jobs) if isinstance(n_jobs, int) else int(size)
+    return max(1, min(int(size), at_once))
 
 
 def run_name(cfg: DictConfig, job: JobInfo) -> str:
@@ -224,7 +253,8 @@ class SweepCallback(Callback):
                                                "overrides": " ".join(config.hydra.overrides.task)[:5000]})
         self.parent = run.info.run_id
         os.environ.update({ENV_PARENT: self.parent, ENV_SWEEP: sweep_id,
-                           ENV_KEYS: run.data.tags.get("swept", ",".join(swept_keys(config)))})
+                           ENV_KEYS: run.data.tags.get("swept", ",".join(swept_keys(config))),
+                           ENV_JOBS: str(sweep_size(config) or "")})
         atexit.register(self._close)
         for signum in (signal.SIGTERM, signal.SIGINT):  # the sweep's own process: close, then die
             signal.signal(signum, self._on_signal)
@@ -246,7 +276,7 @@ class SweepCallback(Callback):
         if self.parent is None:
             return
         parent, self.parent = self.parent, None
-        for name in (ENV_PARENT, ENV_SWEEP, ENV_KEYS):
+        for name in (ENV_PARENT, ENV_SWEEP, ENV_KEYS, ENV_JOBS):
             os.environ.pop(name, None)
         table = sweep_table(self.client, self.experiment_id, parent)
         self.sweep_dir.mkdir(parents=True, exist_ok=True)

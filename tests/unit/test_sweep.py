@@ -3,6 +3,7 @@ strict mode, config errors (in-process, real data, a throwaway SQLite store)."""
 
 from pathlib import Path
 
+import joblib
 import mlflow
 import pytest
 from hydra import compose, initialize_config_dir
@@ -10,7 +11,7 @@ from omegaconf import OmegaConf
 
 from mlgraph.experiment import AllTrialsFailed, ConfigError, run_experiment
 from mlgraph.runner import Parallelism, resolve_parallelism
-from mlgraph.sweep import JobInfo, run_name, swept_keys
+from mlgraph.sweep import ENV_JOBS, JobInfo, concurrent_jobs, run_name, sweep_size, swept_keys
 from mlgraph.tracking import canonical, config_hash
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -52,6 +53,28 @@ def test_swept_keys_come_from_the_command_line_and_the_preset():
     config = OmegaConf.create({"hydra": {"overrides": {"task": ["dataset=yeast", "method.nu2=0,1"]},
                                          "sweeper": {"params": {"method.nu1": "1,2", "seed": "0"}}}})
     assert swept_keys(config) == ["method.nu2", "method.nu1"]
+
+
+def test_sweep_size_multiplies_the_swept_values_as_hydras_basic_sweeper():
+    def config(task, params=None):
+        return OmegaConf.create({"hydra": {"overrides": {"task": task}, "sweeper": {"params": params or {}}}})
+
+    assert sweep_size(config(["dataset=yeast,scene", "method.nu2=range(0,1,0.25)"])) == 8
+    assert sweep_size(config(["seed=1,2"], {"method.nu1": "1,2,3", "seed": "0"})) == 6  # command line wins
+    assert sweep_size(config(["dataset=yeast"])) == 1
+    assert sweep_size(config(["dataset=glob(*)"])) is None
+    assert sweep_size(config(["method.nu2=interval(0,1)"])) is None
+
+
+def test_a_sweeps_jobs_share_the_cores(monkeypatch):
+    launcher = OmegaConf.create({"n_jobs": -1})
+    monkeypatch.delenv(ENV_JOBS, raising=False)
+    assert concurrent_jobs(launcher) is None
+    monkeypatch.setenv(ENV_JOBS, "3")
+    assert concurrent_jobs(launcher) == min(3, joblib.cpu_count())
+    assert concurrent_jobs(OmegaConf.create({"n_jobs": 1})) == 1
+    monkeypatch.setenv(ENV_JOBS, "")
+    assert concurrent_jobs(launcher) is None
 
 
 def test_spare_cores_become_blas_threads():
