@@ -127,6 +127,40 @@ def test_matches_brute_force(self_neighbour, standardize):
     np.testing.assert_array_equal(est.predict(T), preds)
 
 
+@pytest.mark.parametrize("case", ["whole", "blocks", "double", "huge", "tiny"])
+def test_neighbour_search_paths_match_brute_force(monkeypatch, case):
+    """The screening in single precision with one self-Gram product (the default for small
+    training sets) or by blocks of 7 query rows, in double precision (forced, or because the
+    squared norms leave the single-precision range), all against the brute force."""
+    import mlgraph.methods.mlknn as mlknn
+
+    X, Y, T = _random_problem(seed=11)
+    scale = {"huge": 1e20, "tiny": 1e-20}.get(case, 1.0)  # squared norms ~1e41 and ~1e-39
+    if case == "blocks":
+        monkeypatch.setattr(mlknn, "_WHOLE_GRAM", 0)
+        monkeypatch.setattr(mlknn, "_BLOCK_ELEMENTS", 7 * len(X))
+    if case == "double":
+        monkeypatch.setattr(mlknn, "_SINGLE_RANGE", (np.inf, np.inf))
+    for self_neighbour in (False, True):
+        est = MLkNN(k=4, s=0.5, self_neighbour=self_neighbour, standardize=False).fit(X * scale, Y)
+        _, pt, pf, scores, preds = _brute_mlknn(X * scale, Y, T * scale, 4, 0.5, self_neighbour, False)
+        np.testing.assert_allclose(est.cond_prob_true_, pt, rtol=1e-14)
+        np.testing.assert_allclose(est.cond_prob_false_, pf, rtol=1e-14)
+        np.testing.assert_allclose(est.decision_function(T * scale), scores, rtol=1e-12)
+        np.testing.assert_array_equal(est.predict(T * scale), preds)
+
+
+def test_predict_from_scores_is_predict():
+    """The runner's path (scores, then predict_from_scores) gives predict's labels."""
+    X, Y, T = _random_problem(seed=4)
+    est = MLkNN(k=5).fit(X, Y)
+    scores = est.decision_function(T)
+    pred = est.predict_from_scores(scores)
+    assert pred.dtype == np.int8
+    np.testing.assert_array_equal(pred, est.predict(T))
+    np.testing.assert_array_equal(pred, scores > 0.5)
+
+
 def test_self_neighbour_changes_the_tables():
     """The two rules count differently (guards against the switch being ignored)."""
     X, Y, _ = _random_problem(seed=7)
@@ -172,7 +206,10 @@ def test_k_bounded_by_labelled_rows():
     with pytest.raises(ValueError, match="parameter k=10"):
         MLkNN(k=10).fit(X, Y)  # needs 10 other points
     MLkNN(k=9).fit(X, Y).predict(T)
-    MLkNN(k=10, self_neighbour=True).fit(X, Y).predict(T)  # itself + 9 others
+    est = MLkNN(k=10, self_neighbour=True).fit(X, Y)  # itself + 9 others; tests: all 10
+    *_, scores, preds = _brute_mlknn(X[2:], Y[2:], T, 10, 1.0, True, True)
+    np.testing.assert_allclose(est.decision_function(T), scores, rtol=1e-12)
+    np.testing.assert_array_equal(est.predict(T), preds)
     with pytest.raises(ValueError, match="parameter k=11"):
         MLkNN(k=11, self_neighbour=True).fit(X, Y)
     assert clone(MLkNN(k=3, s=0.5)).get_params()["k"] == 3
@@ -232,6 +269,5 @@ def test_parity_with_skmultilearn():
     np.testing.assert_allclose(ours.decision_function(X_test), ref.predict_proba(X_test).toarray(),
                                rtol=1e-12, atol=1e-15)
     # scikit-multilearn predicts p_true >= p_false; ours is strict. They differ exactly on ties.
-    p_true, p_false = ours._joint(X_test)
-    differ = ours.predict(X_test) != ref.predict(X_test).toarray()
-    np.testing.assert_array_equal(differ, p_true == p_false)
+    scores, reference = ours.decision_function(X_test), ref.predict(X_test).toarray()
+    np.testing.assert_array_equal(ours.predict(X_test) != reference, (scores == 0.5) & (reference == 1))

@@ -16,12 +16,21 @@ With m training points, K = ``k`` neighbours and smoothing s, for every label l:
 
 Notes on the implementation:
 - ``decision_function`` returns r_t(l) (a posterior probability); ``predict`` gives 1 where
-  P(H_1) P(E|H_1) > P(H_0) P(E|H_0) strictly, so an exact tie predicts 0
-  (scikit-multilearn predicts 1 on a tie, ``>=``).
+  r_t(l) > 1/2, i.e. P(H_1) P(E|H_1) > P(H_0) P(E|H_0), so a tie (r_t(l) = 1/2) predicts 0
+  (scikit-multilearn predicts 1 on a tie, ``>=``); ``predict_from_scores`` applies that rule to
+  scores already computed (the runner's path: the test neighbours are searched once).
 - Neighbours are Euclidean, on features z-scored with training statistics by default
   (``standardize=True``; constant features get scale inf and drop out). Distances equal within a
   relative 1e-9 are ties, broken by the lower training index; distances below the rounding
-  level of the Gram formula are recomputed as ‖a − b‖², so duplicate points are exactly tied.
+  level of the Gram formula are recomputed as ‖a − b‖², so duplicate points are exactly tied
+  (the rule of :func:`mlgraph.graphs.sparsify.nearest_columns` on double-precision Gram-formula
+  distances).
+- The search is a brute force by Gram products, screened in single precision (twice the speed):
+  a query whose k-th and (k+1)-th distances are apart by more than a tie plus a bound on the
+  rounding errors has the same K nearest as in exact arithmetic (:func:`_screen`); the others
+  (ties, duplicates, near-ties within the bound: about 0.1 % of the rows of yeast, 4 % of
+  scene) take the exact rule above (:func:`_exact_nearest`). The result is that of the exact
+  rule, whatever the precision of the screening.
 - While counting during ``fit``, N(x_i) excludes x_i itself (the original rule). With
   ``self_neighbour=True`` x_i counts as its own first neighbour, N(x_i) = {x_i} ∪ its K − 1
   nearest other points, which is what scikit-multilearn's MLkNN (and its fork
@@ -29,7 +38,7 @@ Notes on the implementation:
   nearest training points in both cases. Hence k ≤ m − 1 (k ≤ m with ``self_neighbour``).
 - Parity with scikit-multilearn(-ng) 0.0.8 ``MLkNN(k, s)``: with ``self_neighbour=True`` and
   ``standardize=False`` the priors, tables and scores are bitwise equal and predictions equal
-  except (i) exact ties P(H_1)P(E|H_1) = P(H_0)P(E|H_0), where it predicts 1 and we predict 0,
+  except (i) ties r_t(l) = 1/2 (P(H_1)P(E|H_1) = P(H_0)P(E|H_0)), where it predicts 1 and we 0,
   and (ii) tied distances: it keeps sklearn ``NearestNeighbors`` order (not the lower index),
   and among duplicate training points it may return another copy in place of the point itself.
 - ML-kNN is supervised: rows of ``Y`` filled with −1 (unlabelled) are dropped before fitting.
@@ -47,6 +56,7 @@ from mlgraph.graphs.kernels import squared_distances
 from mlgraph.graphs.sparsify import nearest_columns
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
+    ScoreThresholdMixin,
     check_params,
     positive,
     positive_int,
@@ -55,36 +65,68 @@ from mlgraph.methods.base import (
 
 __all__ = ["MLkNN"]
 
-# Query rows × training rows per block of squared distances (32 MiB of float64), at most 1024 rows.
-_BLOCK_ELEMENTS = 1 << 22
-_MAX_BLOCK_ROWS = 1024
+# The neighbours are screened with single-precision Gram products (twice the speed of double),
+# for features whose squared norms lie in this range (no overflow; underflow negligible).
+_SINGLE_RANGE = (1e-30, 1e36)
+# A training set of up to 2048 points gets its self-Gram matrix in one symmetric (syrk) product;
+# larger ones, and test points, go by blocks of query rows of about 2**17 entries (in cache for
+# the passes that follow the product).
+_WHOLE_GRAM = 1 << 22
+_BLOCK_ELEMENTS = 1 << 17
 # Gram-formula distances at most this fraction of ‖a‖² + max‖b‖² are recomputed exactly.
 _ROUNDING = 1e-10
+# Relative width of a distance tie (that of :func:`nearest_columns`).
+_TIE_RTOL = 1e-9
 
 
 def _is_bool(v) -> bool:
     return isinstance(v, (bool, np.bool_))
 
 
-def _block_sqdist(A: np.ndarray, B: np.ndarray, sq_b: np.ndarray, offset: int | None) -> np.ndarray:
-    """Squared distances of the rows of A to the rows of B (Gram formula); with ``offset``,
-    row i of A is row ``offset + i`` of B and that entry is set to inf (it is excluded anyway).
-    Entries at the formula's rounding level are recomputed in difference form, so duplicate
-    points are at distance exactly 0 (only rows whose minimum is that small are scanned)."""
+def _screen(key: np.ndarray, sq_a: np.ndarray, top_b: float, d: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest training points of a block of query rows (d features, squared norms
+    ``sq_a``, training norms at most ``top_b``) from key = ‖b‖² − 2 a·b, the squared distance
+    less its row constant ‖a‖², in the precision of the screening (excluded entries inf).
+    Returns the columns (m, k) and the rows whose answer is not certain ("hard").
+
+    A ``partition`` gives the k + 1 smallest keys of a row. When its k-th and (k+1)-th squared
+    distances are apart by more than a tie (relative ``_TIE_RTOL``) plus the rounding errors of
+    the key and of the double-precision Gram formula (together at most (d + 8)/2 u (‖a‖ +
+    max‖b‖)², u the unit roundoff of the key's precision: γ_d of the dot product, the rounding of
+    the inputs and of the sums), and the k-th is above that formula's rounding level, the k
+    nearest (the keys up to the k-th) are the same as in exact arithmetic, whatever the rule
+    for ties. The other rows (distance ties, duplicate points) are hard, and left to the caller."""
+    m, n = key.shape
+    nearest = np.empty((m, k), dtype=np.intp)
+    if k >= n:  # every (finite) column is a neighbour
+        return nearest, np.arange(m)
+    top = np.partition(key, k, axis=1)[:, : k + 1]
+    kth_key = top[:, :k].max(axis=1)
+    kth, after = kth_key + sq_a, top[:, k] + sq_a
+    error = (d + 8) / 4 * np.finfo(key.dtype).eps * (np.sqrt(sq_a) + np.sqrt(top_b)) ** 2
+    tiny = _ROUNDING * (sq_a + top_b)
+    hard = (after - kth <= _TIE_RTOL * kth + 2 * error) | (kth <= 4 * tiny + error)
+    kth_key[hard] = -np.inf  # exactly k keys up to the k-th in the other rows, none here
+    nearest[~hard] = np.flatnonzero(key <= kth_key[:, None]).reshape(-1, k) % n
+    return nearest, np.flatnonzero(hard)
+
+
+def _exact_nearest(A: np.ndarray, B: np.ndarray, k: int, excluded: np.ndarray | None) -> np.ndarray:
+    """The k nearest rows of B to each row of A (row i not a neighbour of itself:
+    ``excluded[i]``), by the exact rule: double-precision Gram-formula distances
+    (:func:`squared_distances`), entries at its rounding level recomputed in difference form
+    (duplicate points at exactly 0), then :func:`nearest_columns` (ties to the lower index)."""
     D = squared_distances(A, B)
-    if offset is not None:
-        D[np.arange(len(A)), offset + np.arange(len(A))] = np.inf
-    tiny = _ROUNDING * (np.einsum("ij,ij->i", A, A) + sq_b.max(initial=0.0))
-    near = np.flatnonzero(D.min(axis=1) <= tiny)
-    if len(near):
-        r, cols = np.divmod(np.flatnonzero(D[near] <= tiny[near, None]), D.shape[1])
-        rows = near[r]
-        diff = A[rows] - B[cols]
-        D[rows, cols] = np.einsum("ij,ij->i", diff, diff)
-    return D
+    if excluded is not None:
+        D[np.arange(len(A)), excluded] = np.inf
+    tiny = _ROUNDING * (np.einsum("ij,ij->i", A, A) + np.einsum("ij,ij->i", B, B).max(initial=0.0))
+    r, cols = np.divmod(np.flatnonzero(D <= tiny[:, None]), B.shape[0])
+    diff = A[r] - B[cols]
+    D[r, cols] = np.einsum("ij,ij->i", diff, diff)
+    return nearest_columns(D, k, None)[1].reshape(len(A), k)
 
 
-class MLkNN(MultiLabelClassifierMixin, BaseEstimator):
+class MLkNN(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     """ML-kNN of Zhang & Zhou (2007); see the module docstring for the formulas and rules.
 
     Parameters
@@ -119,23 +161,36 @@ class MLkNN(MultiLabelClassifierMixin, BaseEstimator):
 
     def _neighbour_counts(self, Q: np.ndarray, k: int, exclude_self: bool) -> np.ndarray:
         """C_x(l) for every query row: labels summed over its k nearest training points
-        (query row i is training point i, and excluded, when ``exclude_self``)."""
-        Xf, Yf = self.X_fit_, self.Y_fit_  # int8; the sparse product below sums in int32
+        (query row i is training point i, and excluded, when ``exclude_self``): screened by
+        :func:`_screen`, the hard rows by :func:`_exact_nearest`."""
+        Xf, Yf = self.X_fit_, self.Y_fit_
         n = Xf.shape[0]
-        out = np.zeros((Q.shape[0], Yf.shape[1]), dtype=np.int32)
         if k == 0:
-            return out
-        sq_b = np.einsum("ij,ij->i", Xf, Xf)
-        step = max(1, min(_MAX_BLOCK_ROWS, _BLOCK_ELEMENTS // n))
+            return np.zeros((Q.shape[0], Yf.shape[1]), dtype=np.int32)
+        sq_b, sq_q = np.einsum("ij,ij->i", Xf, Xf), np.einsum("ij,ij->i", Q, Q)
+        top_b = sq_b.max(initial=0.0)
+        low, high = _SINGLE_RANGE
+        dtype = np.float32 if low < top_b and max(top_b, sq_q.max(initial=0.0)) < high else np.float64
+        B, sq_key = Xf.astype(dtype), sq_b.astype(dtype)
+        gram = B @ B.T if exclude_self and n * n <= _WHOLE_GRAM else None
+        nearest = np.empty((Q.shape[0], k), dtype=np.intp)
+        hard = []
+        step = max(1, _BLOCK_ELEMENTS // n)
         for start in range(0, Q.shape[0], step):
             stop = min(Q.shape[0], start + step)
-            offset = start if exclude_self else None
-            D = _block_sqdist(Q[start:stop], Xf, sq_b, offset)
-            rows, cols = nearest_columns(D, k, offset)
-            indicator = sp.csr_matrix((np.ones(len(cols), dtype=np.int32), (rows, cols)),
-                                      shape=(stop - start, n))
-            out[start:stop] = indicator @ Yf
-        return out
+            key = gram[start:stop] if gram is not None else Q[start:stop].astype(dtype) @ B.T
+            key *= -2
+            key += sq_key
+            if exclude_self:
+                key[np.arange(stop - start), np.arange(start, stop)] = np.inf
+            nearest[start:stop], rows = _screen(key, sq_q[start:stop], top_b, Q.shape[1], k)
+            hard.append(start + rows)
+        hard = np.concatenate(hard)
+        if len(hard):
+            nearest[hard] = _exact_nearest(Q[hard], Xf, k, hard if exclude_self else None)
+        indicator = sp.csr_array((np.ones(nearest.size, dtype=np.int32), nearest.ravel(),
+                                  np.arange(0, nearest.size + 1, k)), shape=(Q.shape[0], n))
+        return indicator @ Yf  # int32 sums of the int8 labels
 
     def fit(self, X, Y):
         """Fit on the labelled rows of ``(X, Y)``; rows of ``Y`` equal to −1 are dropped."""
@@ -170,22 +225,17 @@ class MLkNN(MultiLabelClassifierMixin, BaseEstimator):
         self.cond_prob_false_ = (s + c_false) / (s * (k + 1) + c_false.sum(axis=1, keepdims=True))
         return self
 
-    def _joint(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """P(H_1) P(E_j|H_1) and P(H_0) P(E_j|H_0) at j = C_t(l), for every test row and label."""
+    def decision_function(self, X) -> np.ndarray:
+        """Posterior probabilities r_t(l) = P(H_1^l | E^l_{C_t(l)}), higher = more relevant."""
         check_is_fitted(self, "cond_prob_true_")
         X = self._check_predict_data(X)
         C = self._neighbour_counts(self._transform(X), int(self.k), exclude_self=False)
         labels = np.arange(C.shape[1])
         p_true = self.prior_ * self.cond_prob_true_[labels, C]
         p_false = (1 - self.prior_) * self.cond_prob_false_[labels, C]
-        return p_true, p_false
-
-    def decision_function(self, X) -> np.ndarray:
-        """Posterior probabilities r_t(l) = P(H_1^l | E^l_{C_t(l)}), higher = more relevant."""
-        p_true, p_false = self._joint(X)
         return p_true / (p_true + p_false)
 
-    def predict(self, X) -> np.ndarray:
-        """Binary label matrix of the MAP rule: 1 where P(H_1)P(E|H_1) > P(H_0)P(E|H_0) strictly."""
-        p_true, p_false = self._joint(X)
-        return (p_true > p_false).astype(np.int8)
+    def predict_from_scores(self, scores) -> np.ndarray:
+        """The MAP rule on the scores of :meth:`decision_function`: 1 where r_t(l) > 1/2, i.e.
+        P(H_1)P(E|H_1) > P(H_0)P(E|H_0); a tie (r_t(l) = 1/2) predicts 0."""
+        return (np.asarray(scores) > 0.5).astype(np.int8)
