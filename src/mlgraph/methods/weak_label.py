@@ -47,14 +47,27 @@ N(X) = X − S X L and its adjoint Nᵀ(R) = R − Sᵀ R Lᵀ, the normal equat
       with D = P + βU for W and D = (β + ζ)U for W*;
     L  : (TᵀT) L = TᵀO with T = S O (least squares; only term (2) depends on L).
 
-Each is solved in closed form with a Cholesky factorisation (LAPACK ``potrf/potrs``); a
-singular system (e.g. collinear features) falls back to the minimum-norm least-squares solution
-(``gelsd``), which is still an exact block minimiser. C_M, E_M and the block diagonals depend
-only on the masks, so they are formed once per fit; a sweep costs two (mp)² combinations and
-two mp × mp factorisations (memory O((mp)²), time O(n (mp)²) once plus O((mp)³) a sweep; this
-is why SSWL is practical for emotions, scene and yeast but not for mediamill, m = 101, as paper
-000 reports). The objective after every sweep is recorded in ``objective_``
-(entry 0 at the initial point) and cannot increase; the loop stops when the relative decrease
+Each W / W* system is solved in whitened coordinates: with the thin SVD Ã = Q Σ Vᵀ
+(numerical rank r, as in ``lstsq``) and W = T V, T = V_r Σ_r⁻¹, H_M becomes the same matrix
+with Q in place of Ã (condition number ≤ 1e4 on scene and yeast instead of up to 1e10), and a
+rank-deficient Ã gives the minimum-norm solution. The whitened system is solved by
+preconditioned conjugate gradients, warm-started from the previous sweep's solution, until the
+relative residual ‖b − Hv‖ ≤ 1e-12 ‖b‖ (re-checked with a freshly computed residual); the
+preconditioner is a float32 Cholesky factorisation (LAPACK ``spotrf``) of H_M itself, so CG
+needs 2–3 iterations and each update is the exact block minimiser up to rounding (the W of a
+dense float64 Cholesky solve agrees to ~1e-10 relative; the Hessian products are never formed,
+Qᵀ(D∘F + α M∘Nᵀ(N(M∘F))) with F = QV). If the float32 factorisation is not positive
+definite (a pivot ratio below 100·eps₃₂ included) or CG does not converge in 60 iterations (a singular system, e.g. a label positive on
+every row), the dense float64 system is solved by Cholesky, falling back to the minimum-norm
+least-squares solution (``gelsd``), still an exact block minimiser. C_M, E_M and the block
+diagonals depend only on the masks and are formed once per fit in float32 (they only build the
+preconditioner): the P blocks from the rows with a known positive (cost nnz(P)·r·mr), the U
+blocks from diag(U_j) S diag(U_k) = S − P_j S − S P_k + P_j S P_k. A sweep costs two (mr)²
+combinations, two float32 factorisations and a few O(n r m) Hessian products (memory
+O((mp)²), time O((mp)³) a sweep; this is why SSWL is practical for emotions, scene and yeast
+but not for mediamill, m = 101, as paper 000 reports).
+
+The objective after every sweep is recorded in ``objective_`` (entry 0 at the initial point) and cannot increase; the loop stops when the relative decrease
 is below ``tol`` or after ``max_iter`` sweeps. Scores for new points are X̃_test W, and label j
 is predicted where its score is > 0 (the sign rule of SSWL.m).
 
@@ -80,9 +93,10 @@ Assumptions
   coefficients are 0) so that the block systems stay well posed.
 - Initialisation as in SSWL.m: W = I_{p×m} (ones on the leading diagonal), W* = 0, L = I_m.
   Since W is updated first, its initial value only affects ``objective_[0]``.
-- Block solves: SSWL.m runs ``pcg`` (tolerance 1e-6) on the same normal equations; we solve
-  them exactly (Cholesky, least-squares fallback), so each step is the exact block minimiser
-  and the objective is monotone up to rounding.
+- Block solves: SSWL.m runs ``pcg`` (tolerance 1e-6, unpreconditioned) on the same normal
+  equations; we solve them to a relative residual of 1e-12 with a float32 Cholesky
+  preconditioner (dense float64 Cholesky / least-squares fallback), so each step is the exact
+  block minimiser up to rounding and the objective is monotone up to rounding.
 - Stopping: SSWL.m stops when the absolute change of the objective is < 0.01 or after 20
   sweeps; we use a relative change < ``tol`` (default 1e-5, about 0.01 on an objective of
   order 10³ as on yeast) or ``max_iter`` = 20 sweeps.
@@ -151,34 +165,64 @@ def _solve_spd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
         return scipy.linalg.lstsq(H, b, check_finite=False)[0]
 
 
+CG_TOL = 1e-12     # relative residual ‖b − Hx‖ ≤ CG_TOL ‖b‖ of the W and W* solves
+CG_MAXITER = 60    # then the dense float64 solve takes over
+
+
 class _SSWLProblem:
     """The SSWL objective on fixed data (design Ã, masks P/U, instance similarity S) and its
-    three exact block updates. Arrays: A (n × p), P, U (n × m), S sparse (n × n)."""
+    three exact block updates. Arrays: A (n × p), P, U (n × m), S sparse (n × n).
+
+    The W and W* systems are solved in whitened coordinates: Ã = Q Σ Vᵀ (thin SVD, numerical
+    rank r), W = T V with T = V_r Σ_r⁻¹, so H_M becomes (I⊗T)ᵀ H_M (I⊗T), the same matrix with
+    Q in place of Ã (see the module docstring)."""
 
     def __init__(self, A, P, U, S, alpha, beta, zeta, label_similarity="free"):
         self.A, self.P, self.U, self.S = A, P, U, sp.csr_matrix(S)
+        self.St = self.S.T.tocsr()
         self.alpha, self.beta, self.zeta = float(alpha), float(beta), float(zeta)
         self.label_similarity = label_similarity
         self.n, self.p = A.shape
         self.m = P.shape[1]
-        # Mask-only parts of the W and W* systems, formed once (see the module docstring).
-        self._parts = {"P": self._mask_parts(P, P + self.beta * U),
-                       "U": self._mask_parts(U, (self.beta + self.zeta) * U)}
+        Qf, s, Vt = np.linalg.svd(A, full_matrices=False)
+        r = int(np.sum(s > s[0] * max(A.shape) * np.finfo(float).eps))
+        self.Q, self.T, self.r = Qf[:, :r], Vt[:r].T / s[:r], r
+        # Per system: (mask M, data weights D) of H_M; warm starts (whitened); dense parts on demand.
+        self._masks = {"P": (P, P + self.beta * U), "U": (U, (self.beta + self.zeta) * U)}
+        self._start = dict.fromkeys(self._masks)
+        self._dense = {}
+        self._parts = self._mask_parts32()
 
-    def _blockdiag(self, D: np.ndarray) -> np.ndarray:
-        """The diagonal blocks Ãᵀ diag(D_j) Ã, as an (m, p, p) array."""
-        return np.stack([self.A.T @ (D[:, j, None] * self.A) for j in range(self.m)])
-
-    def _mask_parts(self, M: np.ndarray, D: np.ndarray) -> dict:
-        m, p = self.m, self.p
-        AM = (M[:, :, None] * self.A[:, None, :]).reshape(self.n, m * p)  # [M_1∘Ã, …, M_m∘Ã]
-        SAM = self.S @ AM
-        return {
-            "fit": self._blockdiag(D),
-            "own": self._blockdiag(M),
-            "C": (AM.T @ SAM).reshape(m, p, m, p),
-            "E": (SAM.T @ SAM).reshape(m, p, m, p),
-        }
+    def _mask_parts32(self) -> dict:
+        """Mask-only parts of both whitened systems, in float32 as they only build the
+        preconditioner: diagonal blocks K_j = Qᵀ diag(D_j + α M_j) Q and, for α > 0, the
+        blocks C_jk, E_jk of C_M, E_M and the blockwise transpose of C. The P blocks use only
+        the rows with a known positive (cost nnz(P)·r·mr); the U blocks follow from
+        diag(U_j) S diag(U_k) = S − P_j S − S P_k + P_j S P_k (P_j = diag of column j)."""
+        n, m, r, a = self.n, self.m, self.r, self.alpha
+        Q = self.Q.astype(np.float32)
+        rows = [np.flatnonzero(self.P[:, j]) for j in range(m)]
+        G = np.stack([Q[i].T @ Q[i] for i in rows])                   # Qᵀ diag(P_j) Q
+        eye = np.eye(r, dtype=np.float32)
+        K = {"P": self.beta * eye + (1.0 + a - self.beta) * G,       # QᵀQ = I
+             "U": (self.beta + self.zeta + a) * (eye - G)}
+        if a == 0:
+            return {key: (None, None, None, K[key]) for key in K}
+        S, St = self.S.astype(np.float32), self.St.astype(np.float32)
+        QP = (self.P[:, :, None].astype(np.float32) * Q[:, None, :]).reshape(n, m * r)
+        SQP = S @ QP                                                   # S [P_1∘Q, …, P_m∘Q]
+        SSQP = St @ SQP                                                # SᵀS [P_j∘Q]
+        SQ, StQ = S @ Q, St @ Q
+        SSQ = St @ SQ
+        CP = np.stack([Q[i].T @ SQP[i] for i in rows]).reshape(m, r, m, r)
+        EP = np.stack([Q[i].T @ SSQP[i] for i in rows]).reshape(m, r, m, r)
+        X = np.stack([Q[i].T @ SQ[i] for i in rows])                  # Qᵀ P_j S Q
+        Y = np.stack([StQ[i].T @ Q[i] for i in rows])                 # Qᵀ S P_k Q
+        Xe = np.stack([Q[i].T @ SSQ[i] for i in rows])                # Qᵀ P_j SᵀS Q
+        CU = CP + (Q.T @ SQ)[None, :, None, :] - X[:, :, None, :] - Y.transpose(1, 0, 2)[None]
+        EU = EP + (SQ.T @ SQ)[None, :, None, :] - Xe[:, :, None, :] - Xe.transpose(2, 0, 1)[None]
+        return {key: (E, C, np.ascontiguousarray(C.transpose(2, 3, 0, 1)), K[key])
+                for key, C, E in (("P", CP, EP), ("U", CU, EU))}
 
     # -- pieces of the objective -------------------------------------------------------------
     def N(self, X: np.ndarray, L: np.ndarray) -> np.ndarray:
@@ -187,7 +231,7 @@ class _SSWLProblem:
 
     def Nt(self, R: np.ndarray, L: np.ndarray) -> np.ndarray:
         """Adjoint of N: R − Sᵀ R Lᵀ."""
-        return R - (self.S.T @ R) @ L.T
+        return R - (self.St @ R) @ L.T
 
     def objective(self, W: np.ndarray, Ws: np.ndarray, L: np.ndarray) -> float:
         P, U = self.P, self.U
@@ -196,35 +240,113 @@ class _SSWLProblem:
         return float(np.sum((P * F - P) ** 2) + self.alpha * np.sum(self.N(O, L) ** 2)
                      + self.beta * np.sum((U * (F - G)) ** 2) + self.zeta * np.sum((U * G + U) ** 2))
 
-    # -- exact block updates ------------------------------------------------------------------
-    def _system(self, key: str, L: np.ndarray) -> np.ndarray:
-        parts, m, p = self._parts[key], self.m, self.p
+    # -- the W and W* systems (whitened) ------------------------------------------------------
+    def _hessian_times(self, key: str, V: np.ndarray, L: np.ndarray) -> np.ndarray:
+        """H_M vec(V) without forming H_M: Qᵀ(D∘F + α M∘Nᵀ(N(M∘F))), F = QV."""
+        M, D = self._masks[key]
+        F = self.Q @ V
+        out = D * F
         if self.alpha > 0:
-            cross = L.T[:, None, :, None] * parts["C"]                    # (Lᵀ⊗J_p)∘C
-            H = (L @ L.T)[:, None, :, None] * parts["E"]                   # (LLᵀ⊗J_p)∘E
-            H -= cross
-            H -= cross.transpose(2, 3, 0, 1)                               # its transpose
-            H *= self.alpha
-            diag = parts["fit"] + self.alpha * parts["own"]
+            out += self.alpha * M * self.Nt(self.N(M * F, L), L)
+        return self.Q.T @ out
+
+    def _factor32(self, key: str, L: np.ndarray):
+        """float32 Cholesky factor of H_M (the preconditioner), or None if H_M is not positive
+        definite to float32 precision (then the dense float64 solve decides)."""
+        E, C, CT, K = self._parts[key]
+        m, r = self.m, self.r
+        if self.alpha > 0:
+            L32 = L.astype(np.float32)
+            H = (L32 @ L32.T)[:, None, :, None] * E                     # (LLᵀ⊗J)∘E
+            tmp = np.multiply(L32.T[:, None, :, None], C)                  # (Lᵀ⊗J)∘C
+            H -= tmp
+            H -= np.multiply(L32[:, None, :, None], CT, out=tmp)           # its transpose
+            H *= np.float32(self.alpha)
         else:
-            H, diag = np.zeros((m, p, m, p)), parts["fit"]
+            H = np.zeros((m, r, m, r), np.float32)
         j = np.arange(m)
-        H[j, :, j, :] += diag                                              # block diagonal
-        H = H.reshape(m * p, m * p)
+        H[j, :, j, :] += K
+        # H.T is the Fortran view of the symmetric H: LAPACK factors it in place.
+        c, info = scipy.linalg.lapack.spotrf(H.reshape(m * r, m * r).T, lower=1, overwrite_a=1,
+                                             clean=0)
+        if info != 0:
+            return None
+        d = np.diagonal(c) ** 2                                            # pivots of H
+        return c if d.min() > 100 * np.finfo(np.float32).eps * d.max() else None  # else ~singular
+
+    def _pcg(self, key, b, V, L, c):
+        """Preconditioned CG (Polak–Ribière form, as the float32 preconditioner is not exactly
+        linear) from V until ‖b − HV‖ ≤ CG_TOL ‖b‖, the residual recomputed at the end; None
+        if CG_MAXITER iterations do not get there."""
+        m, r = self.m, self.r
+
+        def prec(R):
+            z = scipy.linalg.lapack.spotrs(c, R.T.reshape(-1, 1).astype(np.float32), lower=1)[0]
+            return z.reshape(m, r).T.astype(np.float64)
+
+        bound = CG_TOL * np.linalg.norm(b)
+        R = b - self._hessian_times(key, V, L)
+        it = 0
+        while np.linalg.norm(R) > bound:
+            Z = prec(R)
+            D, rz = Z, np.vdot(R, Z)
+            while it < CG_MAXITER:
+                it += 1
+                HD = self._hessian_times(key, D, L)
+                step = rz / np.vdot(D, HD)
+                V = V + step * D
+                R -= step * HD
+                if np.linalg.norm(R) <= bound:
+                    break
+                Zn = prec(R)
+                rzn = np.vdot(R, Zn)
+                D = Zn + ((rzn - np.vdot(R, Z)) / rz) * D
+                Z, rz = Zn, rzn
+            else:
+                return None
+            R = b - self._hessian_times(key, V, L)                         # drift check
+        return V
+
+    def _system(self, key: str, L: np.ndarray) -> np.ndarray:
+        """Dense float64 H_M (whitened): the fallback when the float32 preconditioner is not
+        positive definite or CG stalls (a singular system, e.g. a label positive on every row)."""
+        m, r = self.m, self.r
+        if key not in self._dense:
+            M, D = self._masks[key]
+            QM = (M[:, :, None] * self.Q[:, None, :]).reshape(self.n, m * r)
+            SQM = self.S @ QM
+            K = np.stack([self.Q.T @ ((D[:, j] + self.alpha * M[:, j])[:, None] * self.Q)
+                          for j in range(m)])
+            self._dense[key] = ((QM.T @ SQM).reshape(m, r, m, r), (SQM.T @ SQM).reshape(m, r, m, r), K)
+        C, E, K = self._dense[key]
+        cross = L.T[:, None, :, None] * C
+        H = (L @ L.T)[:, None, :, None] * E
+        H -= cross
+        H -= cross.transpose(2, 3, 0, 1)
+        H *= self.alpha
+        j = np.arange(m)
+        H[j, :, j, :] += K
+        H = H.reshape(m * r, m * r)
         return 0.5 * (H + H.T)
 
     def _solve(self, key: str, rhs: np.ndarray, L: np.ndarray) -> np.ndarray:
-        """Coefficients (p × m) from the normal equations of block ``key``."""
-        w = _solve_spd(self._system(key, L), rhs.T.ravel())               # column-wise vec
-        return w.reshape(self.m, self.p).T
+        """Coefficients (p × m) from the normal equations of block ``key``; rhs = Qᵀ(target)."""
+        V0 = self._start[key]
+        c = self._factor32(key, L)
+        V = None if c is None else self._pcg(key, rhs, np.zeros_like(rhs) if V0 is None else V0, L, c)
+        if V is None:
+            V = _solve_spd(self._system(key, L), rhs.T.ravel()).reshape(self.m, self.r).T
+        self._start[key] = V
+        return self.T @ V
 
+    # -- exact block updates ------------------------------------------------------------------
     def update_W(self, Ws: np.ndarray, L: np.ndarray) -> np.ndarray:
         P, U = self.P, self.U
         G = self.A @ Ws
         target = P + self.beta * U * G
         if self.alpha > 0:
             target -= self.alpha * P * self.Nt(self.N(U * G, L), L)
-        return self._solve("P", self.A.T @ target, L)
+        return self._solve("P", self.Q.T @ target, L)
 
     def update_Wstar(self, W: np.ndarray, L: np.ndarray) -> np.ndarray:
         P, U = self.P, self.U
@@ -232,7 +354,7 @@ class _SSWLProblem:
         target = -self.zeta * U + self.beta * U * F
         if self.alpha > 0:
             target -= self.alpha * U * self.Nt(self.N(P * F, L), L)
-        return self._solve("U", self.A.T @ target, L)
+        return self._solve("U", self.Q.T @ target, L)
 
     def update_L(self, W: np.ndarray, Ws: np.ndarray, L: np.ndarray) -> np.ndarray:
         if self.alpha == 0:
