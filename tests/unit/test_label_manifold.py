@@ -3,6 +3,7 @@
 
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 from scipy.optimize import minimize
@@ -249,6 +250,47 @@ def test_irwls_objective_is_non_increasing_and_consistent():
     np.testing.assert_allclose(res.objective[-1], sign_msvr_objective(K, U, Y, res.coef, res.intercept, epsilon=2.0),
                                rtol=1e-10)
     np.testing.assert_allclose(res.coef.sum(axis=0), 0.0, atol=1e-8)   # optimality in b (Eq. 12, 2nd row)
+
+
+def test_irwls_reusing_a_factor_gives_the_iterates_of_a_factorisation_per_iteration(monkeypatch):
+    """Iterations with the support vectors of the last factorisation solve Eq. 12 by CG
+    preconditioned with that factor; the iterates equal those of a new Cholesky factorisation
+    at every iteration (the previous code, ``_CG_MIN_STEPS`` out of reach) to 1e-12."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 4))
+    Y = (X[:, :2] + 0.8 * rng.normal(size=(400, 2)) > 0).astype(np.int8)
+    U, K = (2.0 * Y - 1) * (1 + rng.exponential(size=Y.shape)), _rbf(X)
+    factorisations = []
+    cho_factor = scipy.linalg.cho_factor
+    monkeypatch.setattr(scipy.linalg, "cho_factor", lambda *a, **k: factorisations.append(1) or cho_factor(*a, **k))
+    res = sign_msvr(K, U, Y, tol=1e-8)
+    reused = res.n_iter - len(factorisations)
+    monkeypatch.setattr(label_manifold_module, "_CG_MIN_STEPS", 10**9)
+    ref = sign_msvr(K, U, Y, tol=1e-8)
+    assert res.n_iter == ref.n_iter > 50 and reused > res.n_iter // 3     # measured: 84 iterations, 36 factorisations
+    np.testing.assert_allclose(res.coef, ref.coef, rtol=0, atol=1e-12 * np.abs(ref.coef).max())
+    np.testing.assert_allclose(res.intercept, ref.intercept, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(res.objective, ref.objective, rtol=1e-12)
+
+
+def test_sparse_qp_path_runs_on_one_blas_thread(monkeypatch):
+    """Sparse M (above the dense limit): the per-label solves run with one BLAS thread whatever
+    the caller allows, the dense path keeps the caller's."""
+    from threadpoolctl import threadpool_info
+
+    seen = []
+    solve = label_manifold_module._QP.solve
+
+    def recording(self, y):
+        seen.append(max(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"))
+        return solve(self, y)
+
+    monkeypatch.setattr(label_manifold_module._QP, "solve", recording)
+    monkeypatch.setattr(label_manifold_module, "_DENSE_QP_LIMIT", 0)
+    W, Y, _ = _qp_problem(n=60, q=2, k=5, seed=4)
+    with threadpool_limits(limits=2):
+        label_manifold(W, Y)
+    assert seen == [1, 1]
 
 
 def test_irwls_is_at_least_as_good_as_a_generic_optimiser():

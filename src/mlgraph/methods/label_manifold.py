@@ -39,10 +39,15 @@ of the IRWLS model read, for every output j,
 the bias row being Eq. 12's second row after substitution (it reduces to 1ᵀβ_j = 0). The
 matrix is the same for all q outputs: one Cholesky factorisation of ``K_SS + diag(1/(C1 a_S))``
 (positive definite, smallest eigenvalue ≥ 1/(2 C1) since a_i < 2) per iteration, the bias by
-the Schur complement. No factorisation carries over between iterations: the weights a_i
-change at every support vector, so the whole diagonal of the matrix does (on a bibtex half
-every training point is a support vector, ε = 0.1, and the 42 iterations are 42 Cholesky
-factorisations of 3,697²); when N is empty the K_SN β_N product is skipped.
+the Schur complement. The weights a_i change at every support vector, so the whole diagonal
+of the matrix does at every iteration, but less and less: while S stays that of the last
+factorisation, block conjugate gradients preconditioned by that factor solve the new system
+(:func:`_reused_factor_solve`; the preconditioned spectrum lies between the extreme ratios of
+the new and old diagonals) when they are cheaper than a new factorisation, i.e. when the
+kernel is large against the q + 1 right-hand sides (n ≥ 120 (q + 1): tmc2007-500, not bibtex,
+whose 42 iterations on a half stay 42 Cholesky factorisations of 3,697²); a new factorisation
+otherwise, or when CG's rate predicts more steps than that costs. When N is empty the K_SN β_N
+product is skipped.
 
 Assumptions (choices the paper leaves open)
 -------------------------------------------
@@ -72,8 +77,9 @@ Assumptions (choices the paper leaves open)
   is factored directly.
   PDAS is not globally convergent on a PSD M that is not an M-matrix: a label whose active set
   recurs (a cycle) or that reaches 50 iterations, and every label when n > 6,000 (no dense M:
-  tmc2007-500), fall back to the previous solver, which ``solver="lbfgsb"`` runs for every
-  label: L-BFGS-B on the bound-constrained problem with sparse
+  tmc2007-500), fall back to the previous solver (with sparse M under one BLAS thread: its
+  vector operations and sparse products ran 2–5× slower with two contending OpenBLAS threads),
+  which ``solver="lbfgsb"`` runs for every label: L-BFGS-B on the bound-constrained problem with sparse
   matrix–vector products for value and gradient (M is singular, as (I − W)1 = 0, which
   L-BFGS-B tolerates), started from μ = λy, ftol 1e-15, projected-gradient tolerance 1e-10,
   at most 1,000 iterations; then the same active-set iterations as a polish (dense Cholesky up
@@ -126,6 +132,7 @@ with two contending OpenBLAS threads.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import NamedTuple
 
@@ -136,6 +143,7 @@ import scipy.sparse.linalg
 from scipy.optimize import Bounds, minimize, nnls
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
 
 from mlgraph.graphs import squared_distances
 from mlgraph.graphs.sparsify import check_k, check_sqdist, check_X, nearest_columns
@@ -157,6 +165,8 @@ _BLOCK = 1 << 22         # float64 elements per temporary block (32 MiB)
 _DENSE_QP_LIMIT = 6000   # dense M (exact active-set solver) up to this many points, sparse CG above
 _CG_MAXITER = 5000       # sparse polish: CG products before falling back to a sparse LU
 _MAX_HALVINGS = 40       # line search: smallest step 2**-40
+_CG_RTOL = 1e-14         # IRWLS solves by CG on an earlier factor: relative residual per column
+_CG_MIN_STEPS = 4        # ... tried only when a Cholesky costs at least this many CG steps
 _KKT_TOL = 1e-8          # relative KKT violation below which a QP solution is accepted as exact
 _KKT_EXACT = 1e-13       # ... at which the active-set iterations stop without waiting for a fixed set
 _KKT_WARN = 1e-6         # ... above which label_manifold warns
@@ -496,13 +506,16 @@ def label_manifold(W, Y, lam: float = 1.0, *, solver: str = "active-set", return
                 infos[j] = {**qp.result(y[:, j], {"active-set": exact[:, k]}),
                             "active_set_iterations": int(iterations[k])}
                 mu[:, j] = exact[:, k]
-    for j in mixed:
-        if infos[j]["solver"] == "constant" or infos[j]["kkt"] > _KKT_TOL:
-            mu[:, j], infos[j] = qp.solve(y[:, j])
-        if infos[j]["kkt"] > _KKT_WARN:
-            warnings.warn(f"label {j}: the QP of Eq. 3 was solved only approximately (relative KKT "
-                          f"violation {infos[j]['kkt']:.1e}); the weights W are nearly degenerate, a larger "
-                          f"reg or n_neighbors helps", RuntimeWarning, stacklevel=2)
+    # Sparse M: vector operations and sparse products, which contending BLAS threads only slow
+    # down (a tmc2007 half's label: 16–40 s with two OpenBLAS threads, 8 s with one).
+    with threadpool_limits(1) if not qp.dense else contextlib.nullcontext():
+        for j in mixed:
+            if infos[j]["solver"] == "constant" or infos[j]["kkt"] > _KKT_TOL:
+                mu[:, j], infos[j] = qp.solve(y[:, j])
+            if infos[j]["kkt"] > _KKT_WARN:
+                warnings.warn(f"label {j}: the QP of Eq. 3 was solved only approximately (relative KKT "
+                              f"violation {infos[j]['kkt']:.1e}); the weights W are nearly degenerate, a "
+                              f"larger reg or n_neighbors helps", RuntimeWarning, stacklevel=2)
     return (mu, infos) if return_info else mu
 
 
@@ -536,6 +549,63 @@ def sign_msvr_objective(K, U, Y, coef, intercept, C1: float = 1.0, C2: float = 1
     return 0.5 * float(np.einsum("ij,ij->", coef, KB)) + _loss(KB + intercept, U, y, C1, C2, epsilon)
 
 
+def _reused_factor_solve(K: np.ndarray, sv: np.ndarray, diag: np.ndarray, factor, B: np.ndarray):
+    """``(K_SS + diag(diag)) X = B`` by block conjugate gradients preconditioned with ``factor``,
+    the Cholesky factor of an earlier IRWLS iteration's ``K_SS + diag(d_old)`` on the same
+    support vectors S; None when that would cost more than a new factorisation.
+
+    The preconditioned matrix has its eigenvalues between min(1, d/d_old) and max(1, d/d_old),
+    so CG converges fast once the weights a_i of Eq. 10 settle. One CG step (a product with K
+    and two triangular solves, m = q + 1 columns) costs 4 n² m flops, a Cholesky n³/3, but
+    runs at half its speed (measured, one thread, n = 3,000 and 6,000, m = 23): CG gets
+    ``n / (24 m)`` steps, and stops early when its rate predicts more. It stops at a
+    residual of ``_CG_RTOL`` (relative, per column), below the rounding level of the Cholesky
+    solve it replaces, so the iterates are those of a new factorisation to rounding.
+    """
+    n, m = K.shape[0], B.shape[1]
+    budget = n // (24 * m) - 1
+    if budget < _CG_MIN_STEPS:
+        return None
+    full = len(sv) == n
+
+    def matvec(V):
+        if full:
+            KV = K @ V
+        else:                                          # K_SS V without copying K_SS
+            Z = np.zeros((n, m))
+            Z[sv] = V
+            KV = (K @ Z)[sv]
+        KV += diag[:, None] * V
+        return KV
+
+    def precondition(R):
+        return scipy.linalg.cho_solve(factor, R, check_finite=False)
+
+    target = _CG_RTOL * np.linalg.norm(B, axis=0)
+    X = precondition(B)
+    R = B - matvec(X)
+    start = np.linalg.norm(R, axis=0)
+    Z = precondition(R)
+    P, rz = Z, np.einsum("ij,ij->j", R, Z)
+    for step in range(1, budget + 1):
+        Q = matvec(P)
+        pq = np.einsum("ij,ij->j", P, Q)
+        alpha = np.divide(rz, pq, out=np.zeros(m), where=pq > 0)
+        X += alpha * P
+        R -= alpha * Q
+        size = np.linalg.norm(R, axis=0)
+        if (size <= target).all():
+            return X
+        rate = np.max((size / np.maximum(start, target)) ** (1.0 / step))   # worst column's contraction
+        if rate >= 1.0 or step + np.log(np.max(target / size)) / np.log(rate) > budget:
+            return None
+        Z = precondition(R)
+        rz_new = np.einsum("ij,ij->j", R, Z)
+        P = Z + np.divide(rz_new, rz, out=np.zeros(m), where=rz > 0) * P
+        rz = rz_new
+    return None
+
+
 def sign_msvr(K, U, Y, C1: float = 1.0, C2: float = 10.0, epsilon: float = 0.1, tol: float = 1e-5,
               max_iter: int = 100) -> SignMSVR:
     """Minimise Eq. 5 over (β, b) by IRWLS with a backtracking line search (Eq. 8–12).
@@ -560,6 +630,7 @@ def sign_msvr(K, U, Y, C1: float = 1.0, C2: float = 10.0, epsilon: float = 0.1, 
     history = [obj]
     converged = False
     n_iter = 0
+    factor = None                                  # (Cholesky factor, its support vectors)
     for n_iter in range(1, max_iter + 1):
         F = KB + b
         r = np.sqrt(np.einsum("ij,ij->i", U - F, U - F))
@@ -578,10 +649,16 @@ def sign_msvr(K, U, Y, C1: float = 1.0, C2: float = 10.0, epsilon: float = 0.1, 
         rhs = U[sv] + hinge[sv] / (C1 * a[sv, None])
         if len(sv) < n:                            # K_SN β_N (all points are support vectors on bibtex)
             rhs -= K[np.ix_(sv, np.flatnonzero(~support))] @ target[~support]
-        H = K[np.ix_(sv, sv)] if len(sv) < n else K.copy()
-        H[np.diag_indices_from(H)] += 1.0 / (C1 * a[sv])
-        sol = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, overwrite_a=True, check_finite=False),
-                                     np.column_stack([rhs, np.ones(len(sv))]), check_finite=False)
+        diag, B = 1.0 / (C1 * a[sv]), np.column_stack([rhs, np.ones(len(sv))])
+        sol = None
+        if factor is not None and np.array_equal(sv, factor[1]):   # same S: the old factor preconditions
+            sol = _reused_factor_solve(K, sv, diag, factor[0], B)
+        if sol is None:
+            factor = None                          # freed before the new matrix: one n × n copy at a time
+            H = K[np.ix_(sv, sv)] if len(sv) < n else K.copy()
+            H[np.diag_indices_from(H)] += diag
+            factor = scipy.linalg.cho_factor(H, overwrite_a=True, check_finite=False), sv
+            sol = scipy.linalg.cho_solve(factor[0], B, check_finite=False)
         u, V = sol[:, -1], sol[:, :-1]
         b_new = (V.sum(axis=0) + target.sum(axis=0)) / u.sum()   # 1ᵀβ_S = −1ᵀβ_N
         target[sv] = V - u[:, None] * b_new
