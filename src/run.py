@@ -9,6 +9,7 @@ import hydra
 from omegaconf import DictConfig
 
 from mlgraph.experiment import run_from_hydra
+from mlgraph.runner import quick_exit
 from mlgraph.signals import exit_conventionally
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
@@ -20,5 +21,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    with exit_conventionally():
+    with exit_conventionally(), quick_exit():
         main()

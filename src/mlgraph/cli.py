@@ -76,8 +76,6 @@ def complete(argv: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``mlgraph`` console script."""
-    from mlgraph.signals import exit_conventionally
-
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in COMPLETION_FLAGS:
         return complete(argv)
@@ -86,8 +84,11 @@ def main(argv: list[str] | None = None) -> None:
         return
     if argv[0] not in COMMANDS:
         sys.exit(f"mlgraph: unknown command {argv[0]!r}\n\n{usage()}")
+    from mlgraph.runner import quick_exit
+    from mlgraph.signals import exit_conventionally
+
     name, rest = argv[0], argv[1:]
-    with exit_conventionally():
+    with exit_conventionally(), quick_exit():
         if name in HYDRA_COMMANDS:
             hydra_main(_load(COMMANDS[name][0]), rest, name)
         else:

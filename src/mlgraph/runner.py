@@ -14,7 +14,11 @@ done in an interrupted run can be passed back in and are not run again.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import os
+import sys
 import time
 import traceback
 import warnings
@@ -27,12 +31,12 @@ import pandas as pd
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.base import clone
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 from tqdm.auto import tqdm
 
 from mlgraph.metrics import DUAL_SET_METRICS, METRICS, evaluate, evaluate_dual_set
 from mlgraph.protocols import Trial, rate_step
-from mlgraph.signals import die_with_parent
+from mlgraph.signals import die_with_parent, stop_workers
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,19 @@ class Parallelism:
 
     n_jobs: int
     blas_threads: int
+
+
+@contextlib.contextmanager
+def quick_exit():
+    """Around a command's entry point, for a process about to end: afterwards, kill the idle
+    trial workers (loky would wait while each tears its interpreter down, about a second) and
+    freeze the garbage collector, so that the interpreter's shutdown does not traverse every
+    object the imports made (seconds with MLflow loaded). Exit handlers still run."""
+    try:
+        yield
+    finally:
+        stop_workers()
+        gc.freeze()
 
 
 def available_cores() -> int:
@@ -63,6 +80,41 @@ def resolve_parallelism(n_jobs: int | str, in_parallel_launcher: bool,
         raise ValueError(f"n_jobs={n_jobs!r} must be a positive integer or 'auto'")
     threads = 1 if in_parallel_launcher else max(1, cores // n_jobs)
     return Parallelism(n_jobs, threads)
+
+
+def _ready(estimator) -> None:
+    die_with_parent()  # unpickling the estimator has imported its modules
+
+
+@contextlib.contextmanager
+def started_workers(parallelism: Parallelism, estimator):
+    """Start the trial worker processes now, each importing this module and the estimator's,
+    while the caller opens its store (a worker's imports take seconds); yields a function that
+    waits until they are ready, after which :func:`run_trials` finds them so (joblib reuses its
+    workers for the same number of jobs). Left early by an error or a skipped job, the block
+    still waits for them (a task left queued makes loky's shutdown print a traceback); left by
+    a signal, it stops them at once."""
+    if parallelism.n_jobs == 1:
+        yield lambda: None
+        return
+    warming = Parallel(n_jobs=parallelism.n_jobs, return_as="generator_unordered")(
+        delayed(_ready)(estimator) for _ in range(parallelism.n_jobs))
+
+    def wait() -> None:
+        for _ in warming:
+            pass
+
+    try:
+        yield wait
+    except BaseException as exc:
+        if not isinstance(exc, Exception):
+            stop_workers()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # joblib reports the warm-up tasks as cancelled
+                warming.close()
+        raise
+    finally:
+        wait()  # at once if already waited for or stopped
 
 
 def _staged_accuracies(model, X_test, Y_test) -> dict:
@@ -97,6 +149,14 @@ def _solver_report(model) -> dict:
             if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)}
 
 
+@functools.lru_cache(maxsize=1)
+def _threadpools(n_modules: int) -> ThreadpoolController:
+    """The process's BLAS and OpenMP libraries, found again only once more modules are loaded
+    (which is how new ones come in): ``threadpool_limits`` scans every shared library at each
+    call, some 10 ms per trial."""
+    return ThreadpoolController()
+
+
 def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int, evaluation: dict) -> dict:
     die_with_parent()  # a worker whose job is killed, even by SIGKILL, goes with it
     row = {"rate": trial.rate, "step": trial.step, "repetition": trial.repetition,
@@ -104,7 +164,7 @@ def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int, evaluati
            "n_test": len(trial.test), "status": "ok", "error": ""}
     try:
         # undefined F1 terms are counted per trial (n_degenerate_labels) and warned once per run
-        with threadpool_limits(limits=blas_threads), warnings.catch_warnings():
+        with _threadpools(len(sys.modules)).limit(limits=blas_threads), warnings.catch_warnings():
             warnings.filterwarnings("ignore", module="mlgraph.metrics")
             model = clone(estimator)
             if getattr(model, "transductive", False):

@@ -20,6 +20,7 @@ import math
 import os
 import platform
 import re
+import shutil
 import subprocess
 import time
 import urllib.error
@@ -75,10 +76,11 @@ def store_lock(uri: str):
 
 
 def _init_sqlite(db: Path) -> None:
-    """Under :func:`store_lock`: a new store is built in a temporary file and renamed into
-    place, so a process killed during MLflow's migrations (seconds on a new store) leaves no
-    half-built database; tables a killed batch migration left behind (``_alembic_tmp_*``) in
-    an existing store are dropped so that MLflow can finish migrating it."""
+    """Under :func:`store_lock`: a new store is a copy of :func:`_store_template` (or, without
+    one, built by MLflow's migrations) opened by MLflow in a temporary file and renamed into
+    place, so that a process killed meanwhile leaves no half-built database; tables a killed
+    batch migration left behind (``_alembic_tmp_*``) in an existing store are dropped so that
+    MLflow can finish migrating it."""
     import sqlite3
 
     if db.exists():
@@ -89,15 +91,51 @@ def _init_sqlite(db: Path) -> None:
                 con.execute(f'DROP TABLE "{table}"')
             con.commit()
         return
+    template = _store_template()
     tmp = db.with_name(f".{db.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
-
-        store = SqlAlchemyStore(f"sqlite:///{tmp}", str(db.parent / "mlartifacts"))
-        store.engine.dispose()
+        if template is not None:
+            shutil.copyfile(template, tmp)
+        _open_sqlite(tmp, db.parent / "mlartifacts")  # creates the Default experiment here
         os.replace(tmp, db)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _open_sqlite(path: Path, artifact_root: Path):
+    """Open (migrating it when it has no tables) the SQLite store at ``path`` with MLflow's own
+    store class, and close it again."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    SqlAlchemyStore(f"sqlite:///{path}", str(artifact_root)).engine.dispose()
+
+
+def _store_template() -> Path | None:
+    """An empty SQLite store migrated to this MLflow version's schema, built once per version
+    in the user cache (``~/.cache/mlgraph``) and copied for each new store: MLflow's Alembic
+    migrations take seconds, a copy milliseconds. It has no Default experiment, which MLflow
+    creates when it first opens a copy, with that store's artifact root. None (each new store
+    is migrated) when the cache folder cannot be written."""
+    import sqlite3
+
+    from mlgraph.data.registry import cache_dir
+
+    template = cache_dir() / f"mlflow-{mlflow.__version__}-store.db"
+    try:
+        with store_lock(f"sqlite:///{template}"):
+            if not template.exists():
+                tmp = template.with_name(f".{template.name}.{uuid.uuid4().hex[:8]}.tmp")
+                try:
+                    _open_sqlite(tmp, template.parent)
+                    with contextlib.closing(sqlite3.connect(tmp)) as con:
+                        con.execute("DELETE FROM experiments")
+                        con.commit()
+                    os.replace(tmp, template)
+                finally:
+                    tmp.unlink(missing_ok=True)
+    except OSError:
+        return None
+    return template
 
 
 def check_reachable(uri: str, wait_seconds: float = 10.0) -> None:
