@@ -35,7 +35,7 @@ from mlgraph.methods.dual_set import DualSetEstimator, DualSetFromMultiLabel
 from mlgraph.metrics import DUAL_SET_METRICS, METRICS
 from mlgraph.protocols import protocol_inputs, uses_fixed_split
 from mlgraph.report import FIG1_METRICS, format_summary, plot_metrics_vs_rate, plot_rounds, save_figure
-from mlgraph.runner import Parallelism, resolve_parallelism, run_trials, started_workers, summarise
+from mlgraph.runner import Parallelism, resolve_parallelism, run_trials, summarise
 from mlgraph.selection import Standardise
 from mlgraph.signals import (
     Interrupted,
@@ -412,31 +412,29 @@ def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,
     is raised. SIGTERM/SIGINT end the run KILLED with its finished trials saved.
     """
     job = job or JobInfo()
+    experiment_id = setup_from_config(cfg.tracking)
     name = run_name(cfg, job)
     try:
         plan = prepare(cfg, in_parallel_launcher)
     except ConfigError as exc:
-        experiment_id = setup_from_config(cfg.tracking)  # the store is checked in any case
         if job.sweep_id:
             _record_config_error(cfg, experiment_id, name, job, exc)
         raise
-    with started_workers(plan.parallelism, plan.estimator) as workers_ready:  # ready as the store opens
-        experiment_id = setup_from_config(cfg.tracking)
-        chash = config_hash(cfg)
-        requeued = os.environ.get("SLURM_RESTART_COUNT", "0") not in ("", "0")  # SLURM runs it again
-        previous = find_previous(experiment_id, chash) if cfg.get("resume", False) or requeued else None
-        if previous is not None and previous.info.status == "FINISHED":
-            log.info("%s: skipped, run %s (%s) is FINISHED with the same resolved config (config_hash %s, "
-                     "the config without %s)", name, previous.info.run_name, previous.info.run_id, chash,
-                     "progress, n_jobs, graph_cache, tracking, resume, strict, report")
-            return None
-        done = finished_trials(previous.info.run_id) if previous is not None else pd.DataFrame()
-        with interrupts_raise(), _artifact_dir(output_dir) as out:
-            return _tracked(cfg, plan, name, job, experiment_id, chash, previous, done, out, workers_ready)
+    chash = config_hash(cfg)
+    requeued = os.environ.get("SLURM_RESTART_COUNT", "0") not in ("", "0")  # SLURM runs it again
+    previous = find_previous(experiment_id, chash) if cfg.get("resume", False) or requeued else None
+    if previous is not None and previous.info.status == "FINISHED":
+        log.info("%s: skipped, run %s (%s) is FINISHED with the same resolved config (config_hash %s, "
+                 "the config without %s)", name, previous.info.run_name, previous.info.run_id, chash,
+                 "progress, n_jobs, graph_cache, tracking, resume, strict, report")
+        return None
+    done = finished_trials(previous.info.run_id) if previous is not None else pd.DataFrame()
+    with interrupts_raise(), _artifact_dir(output_dir) as out:
+        return _tracked(cfg, plan, name, job, experiment_id, chash, previous, done, out)
 
 
 def _tracked(cfg, plan: Plan, name: str, job: JobInfo, experiment_id: str, chash: str, previous,
-             done: pd.DataFrame, out: Path, workers_ready=lambda: None) -> pd.DataFrame:
+             done: pd.DataFrame, out: Path) -> pd.DataFrame:
     spent = {"logging": 0.0, "trials": 0.0}  # tracking overhead, reported by `make bench`
     data, parallelism = plan.data, plan.parallelism
     # the tags that identify the job go in with the run, so that even a run killed at once is
@@ -465,7 +463,6 @@ def _tracked(cfg, plan: Plan, name: str, job: JobInfo, experiment_id: str, chash
                              len(plan.trials))
                 log_batch(run_id, params=None if previous is not None else config_params(cfg), tags=tags)
             with _timed(spent, "trials"):
-                workers_ready()
                 table = run_trials(plan.estimator, data.X, data.Y, plan.trials, plan.metrics, parallelism,
                                    progress=cfg.get("progress", True), description=name,
                                    evaluation=plan.evaluation, done=done, on_row=checkpoint.add)

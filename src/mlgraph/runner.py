@@ -82,41 +82,6 @@ def resolve_parallelism(n_jobs: int | str, in_parallel_launcher: bool,
     return Parallelism(n_jobs, threads)
 
 
-def _ready(estimator) -> None:
-    die_with_parent()  # unpickling the estimator has imported its modules
-
-
-@contextlib.contextmanager
-def started_workers(parallelism: Parallelism, estimator):
-    """Start the trial worker processes now, each importing this module and the estimator's,
-    while the caller opens its store (a worker's imports take seconds); yields a function that
-    waits until they are ready, after which :func:`run_trials` finds them so (joblib reuses its
-    workers for the same number of jobs). Left early by an error or a skipped job, the block
-    still waits for them (a task left queued makes loky's shutdown print a traceback); left by
-    a signal, it stops them at once."""
-    if parallelism.n_jobs == 1:
-        yield lambda: None
-        return
-    warming = Parallel(n_jobs=parallelism.n_jobs, return_as="generator_unordered")(
-        delayed(_ready)(estimator) for _ in range(parallelism.n_jobs))
-
-    def wait() -> None:
-        for _ in warming:
-            pass
-
-    try:
-        yield wait
-    except BaseException as exc:
-        if not isinstance(exc, Exception):
-            stop_workers()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # joblib reports the warm-up tasks as cancelled
-                warming.close()
-        raise
-    finally:
-        wait()  # at once if already waited for or stopped
-
-
 def _staged_accuracies(model, X_test, Y_test) -> dict:
     """Paper 001, Fig. 3: the dual-set accuracies after each boosting round t (``<metric>@t``)."""
     return {f"{k}@{t}": v for t, Y_t in enumerate(model.staged_predict(X_test), start=1)

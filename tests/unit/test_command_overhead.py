@@ -1,25 +1,15 @@
 """What the main job does beyond its trials, made cheaper without changing a number: new SQLite
-stores copied from a migrated template, trial workers started before the store opens, BLAS
-limits without a library scan per trial."""
+stores copied from a migrated template, BLAS limits without a library scan per trial."""
 
 import contextlib
-import os
 import sqlite3
 import sys
-import time
-import warnings
 
 import mlflow
-import numpy as np
-import pandas as pd
-import pytest
-from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_info
 
 from mlgraph import tracking
-from mlgraph.protocols import labelling_rate_trials
-from mlgraph.runner import Parallelism, _threadpools, run_trials, started_workers
-from mlgraph.signals import _children, stop_workers
+from mlgraph.runner import _threadpools
 
 
 def schema(db):
@@ -69,48 +59,3 @@ def test_blas_limits_apply_and_are_restored():
     with _threadpools(len(sys.modules)).limit(limits=1):
         assert all(i["num_threads"] == 1 for i in threadpool_info())
     assert [i["num_threads"] for i in threadpool_info()] == before
-
-
-class LeastSquares(BaseEstimator):
-    """Least-squares scores from the labelled rows (numbers that depend on every feature)."""
-
-    def fit(self, X, Y):
-        lab = (Y != -1).all(axis=1)
-        self.w_ = np.linalg.lstsq(X[lab], Y[lab].astype(float), rcond=None)[0]
-        return self
-
-    def decision_function(self, X):
-        return X @ self.w_
-
-    def predict(self, X):
-        return (self.decision_function(X) > 0.5).astype(np.int8)
-
-
-def test_trials_on_started_workers_equal_sequential_ones():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(120, 5))
-    Y = (rng.random((120, 4)) < 0.4).astype(np.int8)
-    trials = labelling_rate_trials(len(X), rates=[0.3, 0.6], repeats=3, seed=2)
-    metrics = ["avg_precision", "micro_f1", "ranking_loss"]
-    sequential = run_trials(LeastSquares(), X, Y, trials, metrics, Parallelism(1, 1), progress=False)
-    with started_workers(Parallelism(2, 1), LeastSquares()) as ready:
-        ready()
-        parallel = run_trials(LeastSquares(), X, Y, trials, metrics, Parallelism(2, 1), progress=False)
-    timing = ["fit_seconds", "predict_seconds"]
-    pd.testing.assert_frame_equal(sequential.drop(columns=timing), parallel.drop(columns=timing),
-                                  check_exact=False, rtol=1e-10)
-
-
-@pytest.mark.parametrize("error", [RuntimeError, KeyboardInterrupt])
-def test_workers_not_waited_for_leave_nothing_behind(error):
-    """An error before the trials waits for the workers (no task is left queued); a signal
-    stops them at once; neither prints a warning."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with pytest.raises(error), started_workers(Parallelism(2, 1), LeastSquares()):
-            raise error("the store cannot be opened")
-    stop_workers()
-    deadline = time.monotonic() + 30
-    while _children(os.getpid()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _children(os.getpid())
