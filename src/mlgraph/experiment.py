@@ -46,7 +46,7 @@ from mlgraph.signals import (
     raise_pending,
     stop_workers,
 )
-from mlgraph.sweep import JobInfo, close_orphaned_sweep, run_name
+from mlgraph.sweep import JobInfo, close_orphaned_sweep, concurrent_jobs, run_name
 from mlgraph.tracking import config_hash, config_params, log_batch, provenance_tags, setup_from_config
 
 log = logging.getLogger(__name__)
@@ -210,6 +210,7 @@ def run_from_hydra(cfg: DictConfig) -> pd.DataFrame | None:
     parallel = multirun and ("joblib" in launcher or "submitit_local" in launcher)
     try:
         return run_experiment(cfg, in_parallel_launcher=parallel, output_dir=hc.runtime.output_dir,
+                              launcher_jobs=concurrent_jobs(hc.launcher) if parallel else None,
                               job=JobInfo.from_hydra(hc))
     except Interrupted as exc:
         if multirun:
@@ -309,7 +310,7 @@ def _config_error(where: str, exc: BaseException) -> ConfigError:
     return ConfigError(f"{where}: {text}")
 
 
-def prepare(cfg: DictConfig, in_parallel_launcher: bool = False) -> Plan:
+def prepare(cfg: DictConfig, in_parallel_launcher: bool = False, launcher_jobs: int | None = None) -> Plan:
     """Validate every key, load the data, build the trials and check the estimator, raising
     :class:`ConfigError` (one paragraph) on the first problem."""
     check_run_keys(cfg)
@@ -335,7 +336,8 @@ def prepare(cfg: DictConfig, in_parallel_launcher: bool = False) -> Plan:
     metrics = task_metrics(data)
     if isinstance(data, DualSetDataset):
         evaluation = {}
-    parallelism = resolve_parallelism(cfg.n_jobs, in_parallel_launcher, n_trials=len(trials))
+    parallelism = resolve_parallelism(cfg.n_jobs, in_parallel_launcher, n_trials=len(trials),
+                                      launcher_jobs=launcher_jobs)
     return Plan(data, estimator, trials, metrics, parallelism, evaluation)
 
 
@@ -401,7 +403,8 @@ def _record_config_error(cfg: DictConfig, experiment_id: str, name: str, job: Jo
 
 
 def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,
-                   output_dir: str | os.PathLike | None = None, job: JobInfo | None = None) -> pd.DataFrame | None:
+                   output_dir: str | os.PathLike | None = None, job: JobInfo | None = None,
+                   launcher_jobs: int | None = None) -> pd.DataFrame | None:
     """Run every trial of ``cfg`` and track them as one MLflow run; return the summary table.
 
     Config, data and store are checked first (:class:`ConfigError`, no run opened, except that
@@ -415,7 +418,7 @@ def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,
     experiment_id = setup_from_config(cfg.tracking)
     name = run_name(cfg, job)
     try:
-        plan = prepare(cfg, in_parallel_launcher)
+        plan = prepare(cfg, in_parallel_launcher, launcher_jobs)
     except ConfigError as exc:
         if job.sweep_id:
             _record_config_error(cfg, experiment_id, name, job, exc)

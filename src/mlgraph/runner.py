@@ -67,19 +67,21 @@ def available_cores() -> int:
     return int(slurm) if slurm.isdigit() and int(slurm) > 0 else joblib.cpu_count()
 
 
-def resolve_parallelism(n_jobs: int | str, in_parallel_launcher: bool,
-                        cores: int | None = None, n_trials: int | None = None) -> Parallelism:
+def resolve_parallelism(n_jobs: int | str, in_parallel_launcher: bool, cores: int | None = None,
+                        n_trials: int | None = None, launcher_jobs: int | None = None) -> Parallelism:
     """``n_jobs="auto"`` uses every core: one trial process per core, or, with fewer pending
     trials than cores, one process per trial and the spare cores as BLAS threads (one large
-    trial gets them all). Inside a parallel Hydra launcher, whose jobs already occupy the
-    cores, one process with one BLAS thread."""
+    trial gets them all). Inside a parallel Hydra launcher, whose jobs share the cores, one
+    process with this job's share as BLAS threads: cores ÷ ``launcher_jobs`` (the jobs running
+    at once, :func:`mlgraph.sweep.concurrent_jobs`), or one thread when that is not known."""
     cores = cores or available_cores()
     if n_jobs == "auto":
         n_jobs = 1 if in_parallel_launcher else min(cores, n_trials or cores)
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
         raise ValueError(f"n_jobs={n_jobs!r} must be a positive integer or 'auto'")
-    threads = 1 if in_parallel_launcher else max(1, cores // n_jobs)
-    return Parallelism(n_jobs, threads)
+    if in_parallel_launcher:
+        cores = cores // launcher_jobs if launcher_jobs else 1
+    return Parallelism(n_jobs, max(1, cores // n_jobs))
 
 
 def _staged_accuracies(model, X_test, Y_test) -> dict:

@@ -60,6 +60,16 @@ def test_multirun_on_fresh_store_loses_no_job(tmp_path):
     assert all(r.data.tags["n_jobs"] == "1" for r in runs)  # inner trials serial inside the launcher
 
 
+def test_a_sweep_with_fewer_jobs_than_cores_gives_them_the_spare_cores(tmp_path):
+    """One job in the joblib launcher: its one trial process gets every core as BLAS threads."""
+    import joblib
+
+    proc = run(["method=mlmrrw", "dataset=emotions", "method.nu2=0.1", *FEW], tmp_path, multirun=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _, runs = runs_of(tmp_path)
+    assert [(r.data.tags["n_jobs"], r.data.tags["blas_threads"]) for r in runs] == [("1", str(joblib.cpu_count()))]
+
+
 def test_bad_parameter_fails_clearly_and_the_sweep_goes_on(tmp_path):
     proc = run(["dataset=emotions", "method.nu2=-0.5,0.1", *FEW], tmp_path, multirun=True)
     assert proc.returncode != 0

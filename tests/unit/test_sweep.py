@@ -82,6 +82,9 @@ def test_spare_cores_become_blas_threads():
     assert resolve_parallelism("auto", False, cores=4, n_trials=2) == Parallelism(2, 2)
     assert resolve_parallelism("auto", False, cores=2, n_trials=100) == Parallelism(2, 1)
     assert resolve_parallelism("auto", True, cores=2, n_trials=1) == Parallelism(1, 1)
+    # a sweep's jobs share the cores: 3 jobs at once on 16 cores get 5 BLAS threads each
+    assert resolve_parallelism("auto", True, cores=16, n_trials=100, launcher_jobs=3) == Parallelism(1, 5)
+    assert resolve_parallelism("auto", True, cores=2, n_trials=100, launcher_jobs=2) == Parallelism(1, 1)
 
 
 def _job(tmp_path, *overrides):
