@@ -153,6 +153,7 @@ from mlgraph.graphs import squared_distances
 from mlgraph.graphs.sparsify import check_k, check_sqdist, check_X, nearest_columns
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
+    ScoreThresholdMixin,
     check_params,
     nonneg,
     positive,
@@ -707,7 +708,7 @@ def _mean_distance(sqdist: np.ndarray) -> float:
     return total / (n * (n - 1))
 
 
-class ML2(MultiLabelClassifierMixin, BaseEstimator):
+class ML2(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     """ML², multi-label manifold learning (paper 002): LLE weights → numerical labels → kernel
     MSVR with a sign hinge. See the module docstring for the equations and the assumptions.
 
@@ -803,7 +804,3 @@ class ML2(MultiLabelClassifierMixin, BaseEstimator):
         check_is_fitted(self, "dual_coef_")
         X = self._check_predict_data(X)
         return self._kernel((X - self.mean_) / self.scale_) @ self.dual_coef_ + self.intercept_
-
-    def predict(self, X) -> np.ndarray:
-        """Binary label matrix: label j is predicted where its numerical label is positive."""
-        return (self.decision_function(X) > 0).astype(np.int8)

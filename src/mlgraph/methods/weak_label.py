@@ -123,6 +123,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
+    ScoreThresholdMixin,
     cached_graph,
     check_params,
     nonneg,
@@ -387,7 +388,7 @@ class _SSWLProblem:
         return 0.5 * (Ln + Ln.T)
 
 
-class SSWL(MultiLabelClassifierMixin, BaseEstimator):
+class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     """Semi-supervised weak-label learning (SSWL) as a scikit-learn estimator.
 
     Parameters (defaults from the authors' ``demo_SSWL.m`` / ``SSWL.m``)
@@ -483,7 +484,3 @@ class SSWL(MultiLabelClassifierMixin, BaseEstimator):
         check_is_fitted(self, "coef_")
         X = self._check_predict_data(X)
         return ((X - self.mean_) / self.scale_) @ self.coef_[:-1] + self.coef_[-1]
-
-    def predict(self, X) -> np.ndarray:
-        """Binary label matrix: label j where its score is > 0 (sign rule of SSWL.m)."""
-        return (self.decision_function(X) > 0).astype(np.int8)
