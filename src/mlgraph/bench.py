@@ -655,21 +655,16 @@ def _previous_sswl_problem():
     """PREVIOUS SSWL block solves (before issue 15), kept only here as the benchmark's reference:
     no whitening (Q = Ã), the dense float64 (mp)² systems of the module docstring formed every
     sweep from C_M, E_M (formed on first use) and solved by Cholesky (``_solve_spd``)."""
-    import scipy.sparse as sp
 
     from mlgraph.methods.weak_label import _solve_spd, _SSWLProblem
 
     class Previous(_SSWLProblem):
-        def __init__(self, A, P, U, S, alpha, beta, zeta, label_similarity="free"):
-            self.A, self.P, self.U, self.S = A, P, U, sp.csr_matrix(S)
-            self.St = self.S.T.tocsr()
-            self.alpha, self.beta, self.zeta = float(alpha), float(beta), float(zeta)
-            self.label_similarity = label_similarity
-            self.n, self.p = A.shape
-            self.m = P.shape[1]
-            self.Q, self.T, self.r = A, np.eye(self.p), self.p        # Qᵀ target = Ãᵀ target
-            self._masks = {"P": (P, P + self.beta * U), "U": (U, (self.beta + self.zeta) * U)}
-            self._dense = {}
+        @staticmethod
+        def _basis(A):                                                  # Q = Ã: Qᵀ target = Ãᵀ target
+            return A, np.eye(A.shape[1]), A.shape[1]
+
+        def _mask_parts32(self):                                        # the dense systems only
+            return None
 
         def _solve(self, key, rhs, L):
             return _solve_spd(self._system(key, L), rhs.T.ravel()).reshape(self.m, self.p).T

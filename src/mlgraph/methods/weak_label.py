@@ -189,15 +189,20 @@ class _SSWLProblem:
         self.label_similarity = label_similarity
         self.n, self.p = A.shape
         self.m = P.shape[1]
-        Qf, s, Vt = np.linalg.svd(A, full_matrices=False)
-        r = int(np.sum(s > s[0] * max(A.shape) * np.finfo(float).eps))
-        self.Q, self.T, self.r = Qf[:, :r], Vt[:r].T / s[:r], r
+        self.Q, self.T, self.r = self._basis(A)
         # Per system: (mask M, data weights D) of H_M; warm starts (whitened); dense parts on demand.
         self._masks = {"P": (P, P + self.beta * U), "U": (U, (self.beta + self.zeta) * U)}
         self._start = dict.fromkeys(self._masks)
         self._dense = {}
         self._factors = {}
         self._parts = self._mask_parts32()
+
+    @staticmethod
+    def _basis(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """(Q, T, r) of the whitening Ã = Q Σ Vᵀ, T = V_r Σ_r⁻¹ (numerical rank r)."""
+        Qf, s, Vt = np.linalg.svd(A, full_matrices=False)
+        r = int(np.sum(s > s[0] * max(A.shape) * np.finfo(float).eps))
+        return Qf[:, :r], Vt[:r].T / s[:r], r
 
     def _mask_parts32(self) -> dict:
         """Mask-only parts of both whitened systems, in float32 as they only build the
