@@ -109,6 +109,27 @@ def test_label_manifold_is_feasible_and_satisfies_kkt(monkeypatch, dense_limit, 
     assert (y * g)[active].min() > -1e-8 * scale                          # multipliers of active bounds ≥ 0
 
 
+def test_sparse_labels_in_worker_processes_equal_one_after_another(monkeypatch):
+    """With a sparse M and spare BLAS threads the labels go to worker processes, which build
+    their own sparse QP (the module's dense limit is not theirs to see): the same μ and solver
+    path as one label after another under one thread, bit for bit."""
+    import joblib
+    from threadpoolctl import threadpool_limits
+
+    monkeypatch.setattr(label_manifold_module, "_DENSE_QP_LIMIT", 0)
+    pools = []
+    monkeypatch.setattr(label_manifold_module, "Parallel", lambda **kw: pools.append(kw) or joblib.Parallel(**kw))
+    W, Y, _ = _qp_problem()
+    with threadpool_limits(1):
+        mu, info = label_manifold(W, Y, return_info=True)
+    assert pools == []
+    with threadpool_limits(2):
+        mu2, info2 = label_manifold(W, Y, return_info=True)
+    assert pools == [{"n_jobs": 2, "backend": "loky"}]
+    assert [i["solver"] for i in info2] == [i["solver"] for i in info] == ["L-BFGS-B+active-set"] * Y.shape[1]
+    np.testing.assert_array_equal(mu2, mu)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_active_set_solver_equals_the_previous_path(seed):
     """The batched active-set iterations and the previous per-label path (L-BFGS-B, polish)
@@ -275,7 +296,7 @@ def test_irwls_reusing_a_factor_gives_the_iterates_of_a_factorisation_per_iterat
 
 def test_sparse_qp_path_runs_on_one_blas_thread(monkeypatch):
     """Sparse M (above the dense limit): the per-label solves run with one BLAS thread whatever
-    the caller allows, the dense path keeps the caller's."""
+    the caller allows, in the caller's process (one thread) or in a worker (_solve_labels)."""
     from threadpoolctl import threadpool_info
 
     seen = []
@@ -288,9 +309,11 @@ def test_sparse_qp_path_runs_on_one_blas_thread(monkeypatch):
     monkeypatch.setattr(label_manifold_module._QP, "solve", recording)
     monkeypatch.setattr(label_manifold_module, "_DENSE_QP_LIMIT", 0)
     W, Y, _ = _qp_problem(n=60, q=2, k=5, seed=4)
-    with threadpool_limits(limits=2):
+    with threadpool_limits(limits=1):
         label_manifold(W, Y)
-    assert seen == [1, 1]
+    with threadpool_limits(limits=2):
+        label_manifold_module._solve_labels(W, 1.0, 2.0 * Y - 1.0)
+    assert seen == [1, 1, 1, 1]
 
 
 def test_irwls_is_at_least_as_good_as_a_generic_optimiser():

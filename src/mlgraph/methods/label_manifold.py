@@ -144,12 +144,14 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
+from joblib import Parallel, delayed
 from scipy.optimize import Bounds, minimize, nnls
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from mlgraph.graphs import squared_distances
+from mlgraph.graphs.kernels import blas_threads
 from mlgraph.graphs.sparsify import check_k, check_sqdist, check_X, nearest_columns
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
@@ -331,13 +333,13 @@ def _pdas(qp: "_QP", y: np.ndarray, mu: np.ndarray, max_iter: int = 50) -> tuple
 class _QP:
     """The QPs of one weight matrix: A = I − W, M = AᵀA (sparse; dense copies on demand)."""
 
-    def __init__(self, W: sp.csr_matrix, lam: float):
+    def __init__(self, W: sp.csr_matrix, lam: float, dense: bool | None = None):
         n = W.shape[0]
         self.lam = lam
         self.A = (sp.identity(n, format="csr") - W).tocsr()
         self.At = self.A.T.tocsr()
         self.M = (self.At @ self.A).tocsr()
-        self.dense = n <= _DENSE_QP_LIMIT
+        self.dense = n <= _DENSE_QP_LIMIT if dense is None else dense
         self.Md = self.M.toarray() if self.dense else None
         self._Ad = None
         self._P = None               # (M + c 11ᵀ)⁻¹ and c (False: singular), on demand
@@ -479,6 +481,17 @@ class _QP:
         return {"solver": best, "objective": scored[best][0], "kkt": scored[best][1]}
 
 
+def _solve_labels(W: sp.csr_matrix, lam: float, y: np.ndarray) -> list[tuple[np.ndarray, dict]]:
+    """:meth:`_QP.solve` for each column of ``y`` under one BLAS thread, in a worker process.
+    A sparse M's path is vector operations, sparse products and L-BFGS-B's Python callbacks,
+    which contending BLAS threads only slow down (a tmc2007 half's label: 16–40 s with two
+    OpenBLAS threads, 8 s with one) and the GIL would serialise in threads: the spare cores
+    take other labels instead."""
+    qp = _QP(W, lam, dense=False)
+    with threadpool_limits(1):
+        return [qp.solve(y[:, k]) for k in range(y.shape[1])]
+
+
 def label_manifold(W, Y, lam: float = 1.0, *, solver: str = "active-set", return_info: bool = False):
     """Numerical labels μ (n × q) of Eq. 3–4 from the weights W of :func:`lle_weights`.
 
@@ -511,16 +524,24 @@ def label_manifold(W, Y, lam: float = 1.0, *, solver: str = "active-set", return
                 infos[j] = {**qp.result(y[:, j], {"active-set": exact[:, k]}),
                             "active_set_iterations": int(iterations[k])}
                 mu[:, j] = exact[:, k]
-    # Sparse M: vector operations and sparse products, which contending BLAS threads only slow
-    # down (a tmc2007 half's label: 16–40 s with two OpenBLAS threads, 8 s with one).
-    with threadpool_limits(1) if not qp.dense else contextlib.nullcontext():
-        for j in mixed:
-            if infos[j]["solver"] == "constant" or infos[j]["kkt"] > _KKT_TOL:
+    rest = [j for j in mixed if infos[j]["solver"] == "constant" or infos[j]["kkt"] > _KKT_TOL]
+    if not qp.dense and len(rest) > 1 and blas_threads() > 1:
+        # Sparse M: one label per process (see _solve_labels), as many as the caller's threads.
+        workers = min(blas_threads(), len(rest))
+        parts = [rest[i::2 * workers] for i in range(min(len(rest), 2 * workers))]
+        for part, solved in zip(parts, Parallel(n_jobs=workers, backend="loky")(
+                delayed(_solve_labels)(W, lam, y[:, part]) for part in parts)):
+            for j, (m, info) in zip(part, solved):
+                mu[:, j], infos[j] = m, info
+    else:
+        with threadpool_limits(1) if not qp.dense else contextlib.nullcontext():
+            for j in rest:
                 mu[:, j], infos[j] = qp.solve(y[:, j])
-            if infos[j]["kkt"] > _KKT_WARN:
-                warnings.warn(f"label {j}: the QP of Eq. 3 was solved only approximately (relative KKT "
-                              f"violation {infos[j]['kkt']:.1e}); the weights W are nearly degenerate, a "
-                              f"larger reg or n_neighbors helps", RuntimeWarning, stacklevel=2)
+    for j in mixed:
+        if infos[j]["kkt"] > _KKT_WARN:
+            warnings.warn(f"label {j}: the QP of Eq. 3 was solved only approximately (relative KKT "
+                          f"violation {infos[j]['kkt']:.1e}); the weights W are nearly degenerate, a "
+                          f"larger reg or n_neighbors helps", RuntimeWarning, stacklevel=2)
     return (mu, infos) if return_info else mu
 
 
