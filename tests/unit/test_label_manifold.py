@@ -130,6 +130,28 @@ def test_sparse_labels_in_worker_processes_equal_one_after_another(monkeypatch):
     np.testing.assert_array_equal(mu2, mu)
 
 
+def test_dense_labels_in_worker_processes_equal_all_at_once(monkeypatch):
+    """With a dense M, enough work and spare BLAS threads the active-set iterations run on
+    interleaved parts of the labels in worker processes (each with its own M and lifted inverse):
+    the same exact KKT points as all labels at once in the caller, and small problems stay there."""
+    import joblib
+    from threadpoolctl import threadpool_limits
+
+    pools = []
+    monkeypatch.setattr(label_manifold_module, "Parallel", lambda **kw: pools.append(kw) or joblib.Parallel(**kw))
+    W, Y, _ = _qp_problem(n=80, q=5, k=8, seed=1)
+    with threadpool_limits(2):
+        mu, info = label_manifold(W, Y, return_info=True)                # 80 × 5 is below _SPLIT_WORK
+        assert pools == []
+        monkeypatch.setattr(label_manifold_module, "_SPLIT_WORK", 0)
+        mu2, info2 = label_manifold(W, Y, return_info=True)
+    assert pools == [{"n_jobs": 2, "backend": "loky"}]
+    assert [i["solver"] for i in info2] == [i["solver"] for i in info] == ["active-set"] * 5
+    assert [i["active_set_iterations"] for i in info2] == [i["active_set_iterations"] for i in info]
+    assert max(i["kkt"] for i in info2) < 1e-12
+    np.testing.assert_allclose(mu2, mu, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_active_set_solver_equals_the_previous_path(seed):
     """The batched active-set iterations and the previous per-label path (L-BFGS-B, polish)

@@ -72,13 +72,20 @@ Assumptions (choices the paper leaves open)
   iterations on a yeast half and 6–11 on bibtex, and ends with a relative KKT violation below
   1e-13 (μ equal to the previous solver's to 4e-9 on bibtex, whose CG polish stopped at 2e-14).
   Most of the time goes to the first iterations, whose active sets are the largest (1,400–2,000
-  points on bibtex, shrinking to the final 500–1,000). When M has more null directions than 1
+  points on bibtex, shrinking to the final 500–1,000). With several BLAS threads allowed (one
+  large trial in the runner) and at least 2^18 points × labels, the labels are split, interleaved,
+  over as many worker processes, each iterating on its part under one thread with its own M and
+  P (a second BLAS thread barely helps these small factorisations and gathers): a bibtex half's
+  QPs take 21 s instead of 34 s, μ equal to 3e-10, at the cost of 2 n² float64 per worker.
+  When M has more null directions than 1
   (several closed neighbour classes, tiny sets), M + c 11ᵀ is singular and every free block
   is factored directly.
   PDAS is not globally convergent on a PSD M that is not an M-matrix: a label whose active set
   recurs (a cycle) or that reaches 50 iterations, and every label when n > 6,000 (no dense M:
   tmc2007-500), fall back to the previous solver (with sparse M under one BLAS thread: its
-  vector operations and sparse products ran 2–5× slower with two contending OpenBLAS threads),
+  vector operations and sparse products ran 2–5× slower with two contending OpenBLAS threads;
+  when the caller allows several threads, its labels go instead to as many worker processes,
+  each on one thread, with the same results bit for bit),
   which ``solver="lbfgsb"`` runs for every label: L-BFGS-B on the bound-constrained problem with sparse
   matrix–vector products for value and gradient (M is singular, as (I − W)1 = 0, which
   L-BFGS-B tolerates), started from μ = λy, ftol 1e-15, projected-gradient tolerance 1e-10,
@@ -125,12 +132,14 @@ L-BFGS-B in sparse matrix–vector products.
 iterations), tracemalloc peak 43 MiB for fit + predict. On a bibtex half (3,697 × 1,836, 159
 labels, load 2–4): fit + predict 64 s (LLE 1.1 s, QPs 38.0 s, 42 IRWLS iterations 22.8 s,
 predict 1.2 s) against 163 s (5.8, 99.3, 56.5, 1.1) for the previous implementation in the same
-process, scores equal to 2e-9. On a tmc2007-500 half (14,298 × 500, 22 labels, two BLAS
-threads, load 2–4): fit + predict 410 s (QPs 262 s, 12 IRWLS iterations 135 s with one
-Cholesky factorisation), against 20.5 min in an earlier run of the previous implementation;
-its QPs took 316 s for three labels against 26 s now (two contending OpenBLAS threads in the
-small solves of L-BFGS-B and the CG polish: ``label_manifold`` runs a sparse M's labels under
-one thread), and 12 IRWLS iterations 225 s against 92 s (β equal to 6e-14). The dense QP path
+process, scores equal to 2e-9; with two BLAS threads (one trial in the runner) its fit +
+predict takes 39 s with the labels' QPs in two worker processes (52 s in one process). On a tmc2007-500 half (14,298 × 500, 22 labels, two BLAS
+threads, quiet machine): fit + predict 224 s (QPs 139 s in two worker processes, 12 IRWLS
+iterations 76 s with one Cholesky factorisation; 4.7 GiB traced peak), against 20.5 min in an
+earlier run of the previous implementation and 410 s (QPs 262 s) with the labels one after
+another on one thread (that run under load 2–4). Its QPs took 316 s for three labels against 26 s on one thread (two
+contending OpenBLAS threads in the small solves of L-BFGS-B and the CG polish), and 12 IRWLS
+iterations 225 s against 92 s (β equal to 6e-14). The dense QP path
 and IRWLS use the caller's BLAS threads.
 """
 
@@ -179,6 +188,7 @@ _KKT_EXACT = 1e-13       # ... at which the active-set iterations stop without w
 _KKT_WARN = 1e-6         # ... above which label_manifold warns
 _REFINE_TOL = 1e-14      # free-block solves through the inverse: residual / (scale·max|μ|) ...
 _REFINE_STEPS = 5        # ... reached by at most this many refinement steps
+_SPLIT_WORK = 1 << 18    # dense M: points × labels from which spare threads become worker processes
 _LBFGSB_OPTIONS = {"maxiter": 1000, "maxcor": 20, "ftol": 1e-15, "gtol": 1e-10}
 
 
@@ -492,6 +502,13 @@ def _solve_labels(W: sp.csr_matrix, lam: float, y: np.ndarray) -> list[tuple[np.
         return [qp.solve(y[:, k]) for k in range(y.shape[1])]
 
 
+def _pdas_labels(W: sp.csr_matrix, lam: float, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_pdas` from μ = λy for the columns of ``y`` with a dense M, under one BLAS
+    thread, in a worker process (its own copy of M and of the lifted inverse P)."""
+    with threadpool_limits(1):
+        return _pdas(_QP(W, lam, dense=True), y, lam * y)
+
+
 def label_manifold(W, Y, lam: float = 1.0, *, solver: str = "active-set", return_info: bool = False):
     """Numerical labels μ (n × q) of Eq. 3–4 from the weights W of :func:`lle_weights`.
 
@@ -517,17 +534,26 @@ def label_manifold(W, Y, lam: float = 1.0, *, solver: str = "active-set", return
     qp = _QP(W, float(lam))
     mu, infos = lam * y, [{"solver": "constant", "objective": 0.0, "kkt": 0.0} for _ in range(y.shape[1])]
     mixed = np.flatnonzero((y > 0).any(axis=0) & (y < 0).any(axis=0))   # constant labels: μ = λy, (I − W)1 = 0
-    if solver == "active-set" and qp.dense and len(mixed):
+    workers = min(blas_threads(), len(mixed)) if n * len(mixed) >= _SPLIT_WORK else 1
+    if solver == "active-set" and qp.dense and workers > 1:
+        # Labels split over worker processes: the iterations' small Cholesky factors, gathers
+        # and Python steps gain little from a second BLAS thread (bibtex half: 37 s on 1, 36 on 2).
+        exact, iterations = np.empty((n, len(mixed))), np.empty(len(mixed), dtype=int)
+        for i, (x, its) in enumerate(Parallel(n_jobs=workers, backend="loky")(
+                delayed(_pdas_labels)(W, lam, y[:, mixed[i::workers]]) for i in range(workers))):
+            exact[:, i::workers], iterations[i::workers] = x, its
+    elif solver == "active-set" and qp.dense and len(mixed):
         exact, iterations = _pdas(qp, y[:, mixed], lam * y[:, mixed])
+    if solver == "active-set" and qp.dense and len(mixed):
         for k, j in enumerate(mixed):
             if np.isfinite(exact[:, k]).all():
                 infos[j] = {**qp.result(y[:, j], {"active-set": exact[:, k]}),
                             "active_set_iterations": int(iterations[k])}
                 mu[:, j] = exact[:, k]
     rest = [j for j in mixed if infos[j]["solver"] == "constant" or infos[j]["kkt"] > _KKT_TOL]
-    if not qp.dense and len(rest) > 1 and blas_threads() > 1:
-        # Sparse M: one label per process (see _solve_labels), as many as the caller's threads.
-        workers = min(blas_threads(), len(rest))
+    workers = min(blas_threads(), len(rest))
+    if not qp.dense and workers > 1:
+        # Sparse M: the labels over worker processes (see _solve_labels), one per caller's thread.
         parts = [rest[i::2 * workers] for i in range(min(len(rest), 2 * workers))]
         for part, solved in zip(parts, Parallel(n_jobs=workers, backend="loky")(
                 delayed(_solve_labels)(W, lam, y[:, part]) for part in parts)):
