@@ -23,6 +23,7 @@ from mlgraph.graphs import (
     median_sigma,
     squared_distances,
 )
+from mlgraph.graphs.sparsify import nearest_columns, row_smallest
 
 
 @pytest.fixture
@@ -151,6 +152,48 @@ def test_knn_ties_go_to_the_lower_index_on_both_paths() -> None:
         sigma = median_sigma(Xs)
         a, b = knn_graph(Xs, sigma, 3), knn_graph(Xs, sigma, 3, sqdist=squared_distances(Xs))
         assert np.array_equal(a.B.toarray(), B) and np.array_equal(b.B.toarray(), B)
+
+
+def _distance_block(kind: str, shape: tuple[int, int]) -> np.ndarray:
+    D = np.random.default_rng(5).random(shape)
+    if kind == "ties":  # many exact ties at the k-th smallest
+        D = np.round(D * 30) / 30
+    elif kind == "sorted":  # increasing rows: the strided sample sees the large end too
+        D = np.sort(D, axis=1)
+    D[:, 7] = D[:, 3] * (1 + 1e-12)  # tied within the relative tolerance, not exactly
+    return D
+
+
+@pytest.mark.parametrize("kind", ["continuous", "ties", "sorted"])
+@pytest.mark.parametrize("shape", [(300, 1000), (25, 40)])  # sampled bound / whole rows
+def test_nearest_columns_follow_the_row_by_row_rule(kind: str, shape: tuple[int, int]) -> None:
+    """The k smallest of each row, ties within 1e-9 relative to the lower column, the row's own
+    point (column offset + i) excluded; D itself is left unchanged."""
+    D, k, offset = _distance_block(kind, shape), 10, 12
+    before = D.copy()
+    rows, cols = nearest_columns(D, k, offset)
+    expected = []
+    for i, row in enumerate(before.copy()):
+        row[offset + i] = np.inf
+        kth = np.sort(row)[k - 1]
+        tol = 1e-9 * kth + 1e-300
+        less = np.flatnonzero(row < kth - tol)
+        tied = np.flatnonzero((row >= kth - tol) & (row <= kth + tol))
+        expected.append(np.sort(np.concatenate([less, tied[: k - len(less)]])))
+    assert np.array_equal(D, before)
+    assert np.array_equal(rows, np.repeat(np.arange(D.shape[0]), k))
+    assert np.array_equal(cols, np.concatenate(expected))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kind", ["continuous", "ties", "sorted"])
+def test_row_smallest_gives_the_values_of_a_partition(kind: str, dtype) -> None:
+    D = _distance_block(kind, (200, 1500)).astype(dtype) - 0.5  # negative keys too (MLkNN)
+    D[np.arange(200), np.arange(200)] = np.inf
+    ours, theirs = row_smallest(D, 11), np.partition(D, 10, axis=1)[:, :11]
+    assert ours.dtype == dtype
+    assert np.array_equal(ours[:, 10], theirs[:, 10])
+    assert np.array_equal(np.sort(ours, axis=1), np.sort(theirs, axis=1))
 
 
 def test_median_sigma_from_precomputed_sqdist() -> None:

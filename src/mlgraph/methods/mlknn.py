@@ -53,7 +53,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.graphs.kernels import squared_distances
-from mlgraph.graphs.sparsify import nearest_columns
+from mlgraph.graphs.sparsify import nearest_columns, row_smallest
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
     ScoreThresholdMixin,
@@ -89,7 +89,7 @@ def _screen(key: np.ndarray, sq_a: np.ndarray, top_b: float, d: int, k: int) -> 
     less its row constant ‖a‖², in the precision of the screening (excluded entries inf).
     Returns the columns (m, k) and the rows whose answer is not certain ("hard").
 
-    A ``partition`` gives the k + 1 smallest keys of a row. When its k-th and (k+1)-th squared
+    :func:`row_smallest` gives the k + 1 smallest keys of a row. When its k-th and (k+1)-th squared
     distances are apart by more than a tie (relative ``_TIE_RTOL``) plus the rounding errors of
     the key and of the double-precision Gram formula (together at most (d + 8)/2 u (‖a‖ +
     max‖b‖)², u the unit roundoff of the key's precision: γ_d of the dot product, the rounding of
@@ -100,7 +100,7 @@ def _screen(key: np.ndarray, sq_a: np.ndarray, top_b: float, d: int, k: int) -> 
     nearest = np.empty((m, k), dtype=np.intp)
     if k >= n:  # every (finite) column is a neighbour
         return nearest, np.arange(m)
-    top = np.partition(key, k, axis=1)[:, : k + 1]
+    top = row_smallest(key, k + 1)
     kth_key = top[:, :k].max(axis=1)
     kth, after = kth_key + sq_a, top[:, k] + sq_a
     error = (d + 8) / 4 * np.finfo(key.dtype).eps * (np.sqrt(sq_a) + np.sqrt(top_b)) ** 2
