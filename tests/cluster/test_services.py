@@ -2,6 +2,7 @@
 
 import re
 import subprocess
+import time
 import uuid
 
 import mlflow
@@ -11,7 +12,22 @@ import pytest
 
 pytestmark = pytest.mark.cluster
 
+ACTIVE = ("|PENDING", "|RUNNING", "|COMPLETING")
 NU2 = ["0", "0.01", "0.05", "0.1", "0.2", "0.5", "1", "2"]
+
+
+def settled_states(array, timeout=60.0):
+    """``JobID|State`` of each task of a job array once accounting has seen them all end.
+
+    submitit collects a task's result as soon as the task writes it, a moment before the task
+    exits, so slurmctld may still report that task RUNNING (or COMPLETING) when the sweep returns."""
+    deadline = time.monotonic() + timeout
+    while True:
+        states = subprocess.run(["sacct", "-n", "-X", "-P", "-j", array, "-o", "JobID,State"],
+                                capture_output=True, text=True, check=True).stdout.split()
+        if time.monotonic() > deadline or not any(s.endswith(ACTIVE) for s in states):
+            return states
+        time.sleep(1)
 
 
 def test_sweep_runs_through_slurm_into_the_server(slurm_sweep, tracking_uri, tracking_db, tmp_path):
@@ -26,9 +42,7 @@ def test_sweep_runs_through_slurm_into_the_server(slurm_sweep, tracking_uri, tra
                    if re.fullmatch(r"\d+_\d+", p.name))
     assert len(tasks) == len(NU2)
     array = tasks[0].split("_")[0]
-    sacct = subprocess.run(["sacct", "-n", "-X", "-P", "-j", array, "-o", "JobID,State"],
-                           capture_output=True, text=True, check=True).stdout.split()
-    assert sorted(sacct) == sorted(f"{t}|COMPLETED" for t in tasks)
+    assert sorted(settled_states(array)) == sorted(f"{t}|COMPLETED" for t in tasks)
 
     # The server holds one finished run per grid point, with its artifacts served back.
     client = mlflow.MlflowClient(tracking_uri)
@@ -55,7 +69,6 @@ def test_killed_slurm_sweep_resumes_to_one_finished_run_per_job(slurm_sweep, tra
     does), run the same command with resume=true: one FINISHED run per job, none RUNNING."""
     import os
     import signal
-    import time
 
     experiment = f"resume-{uuid.uuid4().hex[:8]}"
     grid = ["0", "0.1", "0.5", "1", "2", "5", "10", "20"]
