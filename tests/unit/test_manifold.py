@@ -97,6 +97,33 @@ def test_ml_mrrw_matches_eq19_assembled_densely(graph, nu):
         assert spd == (kind == "knn")  # both paths are exercised
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+def test_assembled_systems_and_their_norms_equal_dense_products(monkeypatch, threads):
+    """Eq. 19's Aᵀ = Ξ K M + λI and the symmetric S = ν M K M + λM, panel by panel in threads
+    (n not a multiple of the panel height), with ‖·‖∞ = the largest absolute row sum."""
+    import scipy.sparse as sp
+
+    import mlgraph.graphs.kernels as kernels
+    from mlgraph.methods.manifold import _eq19_transposed, _kernel_times_m, _symmetric_matrix
+
+    monkeypatch.setattr(kernels, "blas_threads", lambda: threads)
+    rng = np.random.default_rng(0)
+    n = 1100
+    B = rng.normal(size=(n, n))
+    K = B @ B.T / n
+    W = sp.random(n, n, density=0.01, random_state=1)
+    M = (sp.diags(rng.random(n)) + 0.1 * (W + W.T)).tocsr()
+    xi, lam, nu = rng.random(n) + 0.5, 0.3, 0.7
+    At, norm = _eq19_transposed(K, M, xi, lam)
+    A = M @ K @ np.diag(xi) + lam * np.eye(n)
+    np.testing.assert_allclose(At, A.T, rtol=1e-12, atol=1e-12)
+    assert norm == pytest.approx(np.abs(A).sum(axis=1).max(), rel=1e-12)
+    S, norm = _symmetric_matrix(_kernel_times_m(K.copy(), M), M, nu, lam)
+    dense = nu * M @ K @ M + lam * M.toarray()
+    np.testing.assert_allclose(S, dense, rtol=1e-12, atol=1e-12)
+    assert norm == pytest.approx(np.abs(dense).sum(axis=1).max(), rel=1e-12)
+
+
 @pytest.mark.parametrize("nu", [(1.0, 0.1), (1.0, 1.0)])
 def test_ill_conditioned_system_falls_back_to_double_precision(nu):
     """With γ_A tiny and σ wide, cond(Eq. 19) ≫ 1/ε₃₂: the float32 LU's refinement does not

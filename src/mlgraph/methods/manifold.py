@@ -114,13 +114,14 @@ _REFINE_RTOL = 1e-14
 
 
 def _by_panels(n: int, fn) -> None:
-    """``fn(rows)`` on consecutive panels of ``_ASSEMBLY_ROWS`` rows, in :func:`row_blocks`'
-    threads (scipy's sparse products release the GIL)."""
-    def run(block: slice) -> None:
-        for start in range(block.start, block.stop, _ASSEMBLY_ROWS):
-            fn(slice(start, min(block.stop, start + _ASSEMBLY_ROWS)))
+    """``fn(rows)`` on the panels ``rows = [p R, (p + 1) R)`` of ``R = _ASSEMBLY_ROWS`` rows (so
+    ``rows.start // R`` numbers them), in :func:`row_blocks`' threads (scipy's sparse products
+    release the GIL)."""
+    def run(panels: slice) -> None:
+        for p in range(panels.start, panels.stop):
+            fn(slice(p * _ASSEMBLY_ROWS, min(n, (p + 1) * _ASSEMBLY_ROWS)))
 
-    row_blocks(n, run, n)
+    row_blocks(-(-n // _ASSEMBLY_ROWS), run, n * _ASSEMBLY_ROWS)
 
 
 def _eq19_transposed(K: np.ndarray, M: sp.csr_matrix, xi: np.ndarray, lam: float,
