@@ -94,9 +94,14 @@ def pair_sqdist(X: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray
     """
     out = np.empty(rows.shape[0], dtype=np.float64)
     step = max(1, _PAIR_CHUNK_ELEMENTS // max(1, X.shape[1]))
-    for start in range(0, rows.shape[0], step):
-        diff = X[rows[start : start + step]] - X[cols[start : start + step]]
-        out[start : start + step] = np.einsum("ij,ij->i", diff, diff)
+
+    def chunks(block: slice) -> None:                 # gathers and einsum release the GIL
+        for start in range(block.start, block.stop, step):
+            part = slice(start, min(block.stop, start + step))
+            diff = X[rows[part]] - X[cols[part]]
+            out[part] = np.einsum("ij,ij->i", diff, diff)
+
+    row_blocks(rows.shape[0], chunks, X.shape[1])
     return out
 
 
