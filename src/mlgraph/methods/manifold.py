@@ -32,7 +32,8 @@ Solvers (parameter ``solver``):
   ``"double"``): the squared distances (one matrix serves σ, the graph and, exponentiated in
   place, K) and the system.
   The system is assembled as its transpose Aᵀ = Ξ K M + λI (M is symmetric) in C order, panel by
-  panel (a panel of Aᵀ reads only the same rows of K), and is then A in Fortran order, which
+  panel (a panel of Aᵀ reads only the same rows of K; in float32 arithmetic for the float32
+  factorisation, :func:`_panel`), and is then A in Fortran order, which
   LAPACK factorises in place (``overwrite_a``).
 - ``"nystrom"`` is an **approximation** that scales linearly in n: K is replaced by its Nyström
   approximation K̃ = Φ Φᵀ from ``n_landmarks`` training points drawn at random (Φ = K_nm U Λ^-½
