@@ -33,7 +33,7 @@ Solvers (parameter ``solver``):
   place, K) and the system.
   The system is assembled as its transpose Aᵀ = Ξ K M + λI (M is symmetric) in C order, panel by
   panel (a panel of Aᵀ reads only the same rows of K; in float32 arithmetic for the float32
-  factorisation, :func:`_panel`), and is then A in Fortran order, which
+  factorisation, :func:`_eq19_transposed`), and is then A in Fortran order, which
   LAPACK factorises in place (``overwrite_a``).
 - ``"nystrom"`` is an **approximation** that scales linearly in n: K is replaced by its Nyström
   approximation K̃ = Φ Φᵀ from ``n_landmarks`` training points drawn at random (Φ = K_nm U Λ^-½
@@ -130,15 +130,18 @@ def _eq19_transposed(K: np.ndarray, M: sp.csr_matrix, xi: np.ndarray, lam: float
     """Aᵀ = Ξ K M + λI, the transpose of Eq. 19's system A = M K Ξ + λI (M is symmetric), in C
     order and ``dtype``; and ‖A‖∞ (its largest row sum, for the refinement's stopping rule).
     Row panel J of Aᵀ is ξ_J (M K_Jᵀ)ᵀ, which reads only rows J of K (a row panel of A would
-    gather the rows of K of every neighbour: ten times the memory traffic). The products are
-    done in ``dtype`` (:func:`_panel`)."""
+    gather the rows of K of every neighbour: ten times the memory traffic). The products run in
+    ``dtype``: for the float32 system of the mixed-precision solve that halves the memory
+    traffic and doubles the SIMD width, with rounding differences (about 1e-6 relative on
+    tmc2007-500) far below the float32 LU's own backward error; the refinement against the
+    float64 K gives the same solution."""
     n = K.shape[0]
     At = np.empty(K.shape, dtype=dtype)
     M, xi = M.astype(dtype), xi.astype(dtype)
     col_sums = np.zeros((-(-n // _ASSEMBLY_ROWS), n))                        # one row per panel
 
     def assemble(rows: slice) -> None:
-        part = (M @ _panel(K[rows].T, dtype)).T
+        part = (M @ np.ascontiguousarray(K[rows].T, dtype=dtype)).T
         part *= xi[rows, None]
         np.abs(part).sum(axis=0, dtype=np.float64, out=col_sums[rows.start // _ASSEMBLY_ROWS])
         At[rows] = part
@@ -146,17 +149,6 @@ def _eq19_transposed(K: np.ndarray, M: sp.csr_matrix, xi: np.ndarray, lam: float
     _by_panels(n, assemble)
     At.flat[:: n + 1] += lam
     return At, float(col_sums.sum(axis=0).max()) + lam
-
-
-def _panel(view: np.ndarray, dtype) -> np.ndarray:
-    """A C-ordered ``dtype`` copy of a panel of K (what scipy's sparse product needs). For the
-    float32 system of the mixed-precision solve, the sparse products then run in float32: half
-    the memory traffic, twice the SIMD width, and rounding differences (about 1e-6 relative on
-    tmc2007-500) far below the float32 LU's own backward error; the refinement against the
-    float64 K gives the same solution."""
-    out = np.empty(view.shape, dtype=dtype)
-    out[...] = view
-    return out
 
 
 def _kernel_times_m(K: np.ndarray, M: sp.csr_matrix) -> np.ndarray:
@@ -172,13 +164,13 @@ def _symmetric_matrix(U: np.ndarray, M: sp.csr_matrix, nu: float, lam: float,
                       dtype=np.float64) -> tuple[np.ndarray, float]:
     """S = ν M K M + λ M, the symmetric form of Eq. 19 for Ξ = νI, from U = K M, in ``dtype``:
     row panel J of S = ν Uᵀ M + λM is ν (M U_{:,J})ᵀ + λ M_J, products in ``dtype``
-    (:func:`_panel`); and ‖S‖∞."""
+    (as in :func:`_eq19_transposed`); and ‖S‖∞."""
     n = U.shape[0]
     S = np.empty(U.shape, dtype=dtype)
     M, row_sums = M.astype(dtype), np.empty(n)
 
     def assemble(rows: slice) -> None:
-        part = (M @ _panel(U[:, rows], dtype)).T
+        part = (M @ np.ascontiguousarray(U[:, rows], dtype=dtype)).T
         part *= nu
         part += lam * M[rows].toarray()
         row_sums[rows] = np.abs(part).sum(axis=1, dtype=np.float64)
