@@ -39,6 +39,7 @@ def best_time(fn: Callable[[], object], repeats: int = 3) -> float:
 # --- ML-MRRW (paper 000, issue 15) ---------------------------------------------------------
 
 _MLMRRW_THREADS = 2  # BLAS threads of the issue's measurements (a 2-core machine)
+_SETTLE = 0.3        # s of idle before each interleaved timing (see _interleaved)
 
 
 def _split(X, Y, n_train: int, n_test: int, seed: int = 0):
@@ -114,11 +115,14 @@ def _previous_mlmrrw_scores(X_train, Y_train, X_test, gamma_A=1e-2, gamma_I=1.0,
 
 def _interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, tuple[float, float]]:
     """Run the functions in turn, ``repeats`` rounds: per function the best wall time and the
-    CPU use over all rounds (process CPU time ÷ wall time ÷ BLAS threads)."""
+    CPU use over all rounds (process CPU time ÷ wall time ÷ BLAS threads). Each call starts
+    after a pause of ``_SETTLE`` s, untimed, so that it does not share the cores with the
+    OpenBLAS workers of the call before, which spin for about 0.1 s after it returns."""
     wall = {name: [] for name in fns}
     cpu = dict.fromkeys(fns, 0.0)
     for _ in range(repeats):
         for name, fn in fns.items():
+            time.sleep(_SETTLE)
             c0, t0 = time.process_time(), time.perf_counter()
             fn()
             wall[name].append(time.perf_counter() - t0)
