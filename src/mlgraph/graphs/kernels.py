@@ -29,8 +29,9 @@ __all__ = [
     "squared_distances",
 ]
 
-# Rows per block of a self-Gram product. One tall A A^T (BLAS syrk) of 19,064 x 500 rows crashes
-# numpy's bundled OpenBLAS 0.3.31 with 2 threads (from about 18,500 rows); blocks stay far below.
+# Rows and columns of a tile of a self-Gram product (its buffer: 8 MiB). One tall A A^T (BLAS
+# syrk) of 19,064 x 500 rows crashes numpy's bundled OpenBLAS 0.3.31 with 2 threads (from about
+# 18,500 rows); tiles stay far below.
 _GRAM_ROWS = 1024
 # Below this many elements a pass is not worth splitting over threads.
 _PARALLEL_ELEMENTS = 1 << 20
