@@ -29,10 +29,9 @@ __all__ = [
     "squared_distances",
 ]
 
-# Rows and columns of a tile of a self-Gram product (its buffer: 8 MiB). One tall A A^T (BLAS
-# syrk) of 19,064 x 500 rows crashes numpy's bundled OpenBLAS 0.3.31 with 2 threads (from about
-# 18,500 rows); tiles stay far below.
-_GRAM_ROWS = 1024
+# Rows per block of a self-Gram product. One tall A A^T (BLAS syrk) of 19,064 x 500 rows crashes
+# numpy's bundled OpenBLAS 0.3.31 with 2 threads (from about 18,500 rows); blocks stay far below.
+_GRAM_ROWS = 2048
 # Below this many elements a pass is not worth splitting over threads.
 _PARALLEL_ELEMENTS = 1 << 20
 # Elements of a row panel that the passes after a Gram product finish while it is in cache.
@@ -71,15 +70,15 @@ def blas_threads() -> int:
 _CONTROLLER: ThreadpoolController | None = None
 
 
-def matmul(A: np.ndarray, B: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``A @ B`` (2-D, float32 or float64) in C order, by the BLAS behind ``scipy.linalg``;
-    into ``out`` (C-contiguous, of the result's shape and dtype) if given.
+def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``A @ B`` (2-D, float32 or float64) in C order, by the BLAS behind ``scipy.linalg``.
 
     numpy and scipy wheels each bundle an OpenBLAS with its own thread pool, whose idle workers
     spin for a while after each call: a call into one library right after a call into the other
     runs on a core shared with that spinning thread (on 2 cores, a 22-column solve with the
     float32 LU of n = 4,000 took 34 ms after a numpy product against 15 ms after a scipy one).
-    The exact solvers factorise with scipy's LAPACK, so their dense products go through this.
+    The exact solvers factorise with scipy's LAPACK, so their dense products after the training
+    distances (:func:`_self_sqdist`, the first) go through this.
     C = A B is computed as Cᵀ = Bᵀ Aᵀ in Fortran order, which reads C- and Fortran-ordered
     operands without copies."""
     def transposed(X: np.ndarray) -> tuple[np.ndarray, int]:                 # (Y, t): op_t(Y) = Xᵀ
@@ -87,12 +86,7 @@ def matmul(A: np.ndarray, B: np.ndarray, out: np.ndarray | None = None) -> np.nd
 
     (b, trans_b), (a, trans_a) = transposed(B), transposed(A)
     gemm = scipy.linalg.blas.get_blas_funcs("gemm", (A, B))
-    if out is None:
-        return gemm(1.0, b, a, trans_a=trans_b, trans_b=trans_a).T
-    result = gemm(1.0, b, a, trans_a=trans_b, trans_b=trans_a, c=out.T, overwrite_c=True).T
-    if not np.shares_memory(result, out):                      # out not usable as BLAS output
-        raise ValueError(f"matmul: out must be C-contiguous {result.shape} {result.dtype}")
-    return out
+    return gemm(1.0, b, a, trans_a=trans_b, trans_b=trans_a).T
 
 
 def row_blocks(n: int, fn: Callable[[slice], object], cols: int = 1 << 20) -> None:
@@ -133,75 +127,53 @@ def _cross_sqdist(A: np.ndarray, B: np.ndarray, scale: float | None = None) -> n
     return G
 
 
-def _finish_gram(G: np.ndarray, sq_a: np.ndarray, sq_b: np.ndarray, scale: float | None = None,
-                 out: np.ndarray | None = None, lower: bool = False) -> None:
-    """``out_ij = max(sq_a_i + sq_b_j - 2 G_ij, 0)`` (``out`` is G by default; G is overwritten),
-    then ``exp(scale * out_ij)`` if ``scale`` is given, by row panels small enough to stay in
-    cache between these passes (one trip through memory instead of five), over
-    :func:`row_blocks`' threads. With ``lower``, only the panels' columns up to their last row
-    (the lower triangle of a square G, and a little more)."""
-    out = G if out is None else out
+def _finish_gram(G: np.ndarray, sq_a: np.ndarray, sq_b: np.ndarray, scale: float | None = None) -> None:
+    """``G_ij = max(sq_a_i + sq_b_j - 2 G_ij, 0)`` in place, then ``exp(scale * G_ij)`` if
+    ``scale`` is given, by row panels small enough to stay in cache between these passes (one
+    trip through memory instead of five), over :func:`row_blocks`' threads."""
     step = max(1, _PANEL_ELEMENTS // max(1, G.shape[1]))
 
     def finish(rows: slice) -> None:
         for start in range(rows.start, rows.stop, step):
             part = slice(start, min(rows.stop, start + step))
-            cols = slice(0, part.stop if lower else G.shape[1])
-            panel = G[part, cols]
+            panel = G[part]
             panel *= -2.0
-            panel += sq_a[part, None] + sq_b[None, cols]
-            if scale is None:
-                np.maximum(panel, 0.0, out=out[part, cols])
-            else:
-                np.maximum(panel, 0.0, out=panel)
+            panel += sq_a[part, None] + sq_b[None, :]
+            np.maximum(panel, 0.0, out=panel)
+            if scale is not None:
                 panel *= scale
-                np.exp(panel, out=out[part, cols])
+                np.exp(panel, out=panel)
 
     row_blocks(G.shape[0], finish, G.shape[1])
 
 
 def _self_sqdist(A: np.ndarray) -> np.ndarray:
-    """Self-distances of the rows of A, by square tiles of the lower triangle.
+    """Self-distances of the rows of A, by row strips of the upper triangle.
 
-    A diagonal tile is ``A_s A_s^T`` by BLAS syrk (one triangle), the tiles left of it
-    ``A_s A_t^T`` by gemm, each into one reused tile buffer; the norms ``||a_i||^2 + ||a_j||^2``
-    (a symmetric sum) are added while the tile is copied into place, and the lower triangle is
-    then mirrored (:func:`_mirror_lower`). The result is exactly symmetric, and no tall syrk
-    (see ``_GRAM_ROWS``) or temporary beyond one tile is formed. The products go through
-    scipy's BLAS, as those of the solvers that use this matrix do (see :func:`matmul`).
+    Strip ``s:e`` is the diagonal tile ``A_s A_s^T`` (BLAS syrk, bitwise symmetric) and the
+    tile row right of it (gemm); the norms ``||a_i||^2 + ||a_j||^2`` (a symmetric sum) are
+    added and the strip is mirrored below the diagonal, so the result is exactly symmetric
+    and no tall syrk (see ``_GRAM_ROWS``) or n x n temporary is ever formed. The products are
+    numpy's, written straight into G: scipy's BLAS wrappers (:func:`matmul`) cannot write into
+    a sub-block, and square tiles through a buffer measured 1.5x slower at n = 19,064.
     """
     n = A.shape[0]
     sq = np.einsum("ij,ij->i", A, A)
-    G = np.zeros((n, n))                     # (calloc) no garbage in the triangle mirrored over
-    buffer = G.reshape(-1) if n <= _GRAM_ROWS else np.zeros(_GRAM_ROWS**2)   # one tile: G itself
-    syrk = scipy.linalg.blas.get_blas_funcs("syrk", (A,))
+    G = np.empty((n, n))
     for start in range(0, n, _GRAM_ROWS):
         stop = min(n, start + _GRAM_ROWS)
         tile = A[start:stop]
-        for left in range(0, stop, _GRAM_ROWS):
-            right = min(n, left + _GRAM_ROWS)
-            block = buffer[: (stop - start) * (right - left)].reshape(stop - start, right - left)
-            if left == start:                  # the lower triangle (upper in Fortran order)
-                syrk(1.0, tile.T, trans=1, c=block.T, overwrite_c=True)
-            else:
-                matmul(tile, A[left:right].T, out=block)
-            _finish_gram(block, sq[start:stop], sq[left:right], out=G[start:stop, left:right], lower=left == start)
-    _mirror_lower(G)
+        np.matmul(tile, tile.T, out=G[start:stop, start:stop])
+        np.matmul(tile, A[stop:].T, out=G[start:stop, stop:])
+        _finish_gram(G[start:stop, start:], sq[start:stop], sq[start:])
+
+        def mirror(rows: slice, start=start, stop=stop) -> None:
+            rows = slice(stop + rows.start, stop + rows.stop)
+            G[rows, start:stop] = G[start:stop, rows].T
+
+        row_blocks(n - stop, mirror, stop - start)
     np.fill_diagonal(G, 0.0)
     return G
-
-
-def _mirror_lower(G: np.ndarray) -> None:
-    """Copy the strict lower triangle of the square G onto its upper triangle, by row chunks
-    in :func:`row_blocks`' threads (each chunk reads the rows below it column-block-wise)."""
-    def mirror(rows: slice) -> None:
-        top, bottom = rows.start, rows.stop
-        G[top:bottom, bottom:] = G[bottom:, top:bottom].T
-        square = G[top:bottom, top:bottom]
-        upper = np.triu_indices(bottom - top, 1)
-        square[upper] = square.T[upper]
-
-    row_blocks(G.shape[0], mirror, G.shape[0])
 
 
 def median_sigma(X: np.ndarray, max_samples: int = 1000, random_state: int | None = 0,

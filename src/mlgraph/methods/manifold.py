@@ -34,8 +34,9 @@ Solvers (parameter ``solver``):
   The system is assembled as its transpose Aᵀ = Ξ K M + λI (M is symmetric) in C order, panel by
   panel (a panel of Aᵀ reads only the same rows of K; in float32 arithmetic for the float32
   factorisation, :func:`_eq19_transposed`), and is then A in Fortran order, which
-  LAPACK factorises in place (``overwrite_a``). Every dense product of the fit and of the scores
-  goes through scipy's BLAS, the library of the factorisation (:func:`mlgraph.graphs.kernels.matmul`).
+  LAPACK factorises in place (``overwrite_a``). The dense products after the training distances,
+  and those of the scores, go through scipy's BLAS, the library of the factorisation
+  (:func:`mlgraph.graphs.kernels.matmul`).
 - ``"nystrom"`` is an **approximation** that scales linearly in n: K is replaced by its Nyström
   approximation K̃ = Φ Φᵀ from ``n_landmarks`` training points drawn at random (Φ = K_nm U Λ^-½
   from the eigenvectors of K_mm, eigenvalues below 1e-10·λ_max dropped), in Eq. 19 and in Eq. 20
