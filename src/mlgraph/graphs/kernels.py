@@ -76,7 +76,7 @@ def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     numpy and scipy wheels each bundle an OpenBLAS with its own thread pool, whose idle workers
     spin for a while after each call: a call into one library right after a call into the other
     runs on a core shared with that spinning thread (on 2 cores, a 22-column solve with the
-    float32 LU of n = 4,000 took 34 ms after a numpy product against 15 ms after a scipy one).
+    float32 LU of n = 4,000 took 27–34 ms after a numpy product against 15 ms after a scipy one).
     The exact solvers factorise with scipy's LAPACK, so their dense products after the training
     distances (:func:`_self_sqdist`, the first) go through this.
     C = A B is computed as Cᵀ = Bᵀ Aᵀ in Fortran order, which reads C- and Fortran-ordered
