@@ -48,6 +48,12 @@ def test_matmul_by_scipys_blas_equals_numpys_product(dtype, orders):
     np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=rtol, atol=rtol)
 
 
+@pytest.mark.parametrize("shapes", [((0, 5), (5, 3)), ((3, 0), (0, 4)), ((3, 5), (5, 0))])
+def test_matmul_of_empty_operands(shapes):
+    A, B = np.ones(shapes[0]), np.ones(shapes[1])
+    np.testing.assert_array_equal(matmul(A, B), A @ B)
+
+
 def test_row_blocks_cover_every_row_once(monkeypatch):
     monkeypatch.setattr(kernels, "_PARALLEL_ELEMENTS", 1)
     seen = np.zeros(1001, dtype=int)
