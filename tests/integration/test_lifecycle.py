@@ -38,6 +38,18 @@ def all_runs(out: Path, experiment="mlgraph"):
     return client, client.search_runs([exp.experiment_id], run_view_type=ViewType.ALL, max_results=1000)
 
 
+def finished_jobs(out: Path) -> int:
+    """How many of a sweep's job runs the store shows FINISHED; 0 before the store exists. (A
+    job's trials.csv is written before its run ends, so a file is not proof that it finished.)"""
+    if not (out / "mlflow.db").exists():
+        return 0
+    try:
+        _, runs = all_runs(out)
+    except Exception:  # the sweep is still creating the store or the experiment
+        return 0
+    return sum(r.info.status == "FINISHED" and r.data.tags.get("kind") != "sweep" for r in runs)
+
+
 def descendants(pid: int) -> set[int]:
     """Every live process below ``pid`` (from /proc)."""
     children: dict[int, list[int]] = {}
@@ -124,8 +136,7 @@ def test_interrupted_sweep_resumes_with_every_job_finished_once(tmp_path):
     sweep = ["dataset=emotions", "protocol.repeats=30", "protocol.rates=[0.5]", "progress=false",
              "tracking.checkpoint_seconds=0", "method.nu2=0,0.1,0.5,1"]
     proc = start(sweep, tmp_path, multirun=True)
-    wait_for(lambda: len([p for p in tmp_path.rglob("trials.csv") if "mlartifacts" not in p.parts]) >= 1
-             or proc.poll() is not None, what="one finished job")
+    wait_for(lambda: finished_jobs(tmp_path) or proc.poll() is not None, what="one finished job")
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
     proc.communicate(timeout=120)
     client, before = all_runs(tmp_path)
