@@ -92,7 +92,9 @@ def test_killed_slurm_sweep_resumes_to_one_finished_run_per_job(slurm_sweep, tra
     subprocess.run(["scancel", *arrays], check=True)  # every job still queued or running ends now
     os.killpg(sweep.pid, signal.SIGINT)
     sweep.communicate(timeout=300)
-    time.sleep(15)  # SLURM's KillWait: cancelled jobs close their runs
+    deadline = time.monotonic() + 60  # cancelled jobs close their runs within SLURM's KillWait
+    while time.monotonic() < deadline and any(r.info.status == "RUNNING" for r in runs()):
+        time.sleep(2)
     before = runs()
     assert not [r for r in before if r.info.status == "RUNNING"], "a run was left RUNNING"
     finished_before = {r.info.run_id for r in before if r.info.status == "FINISHED"}
