@@ -160,7 +160,7 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from mlgraph.graphs import squared_distances
-from mlgraph.graphs.kernels import blas_threads
+from mlgraph.graphs.kernels import blas_threads, matmul
 from mlgraph.graphs.sparsify import check_k, check_sqdist, check_X, nearest_columns
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
@@ -246,6 +246,14 @@ def lle_weights(X, n_neighbors: int, reg: float = 1e-3, sqdist: np.ndarray | Non
 # --------------------------------------------------------------------------------------------
 # Eq. 3–4: numerical labels, one bound-constrained QP per label
 # --------------------------------------------------------------------------------------------
+def _cho_factor_copy(S: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Cholesky factor of a symmetric positive definite C-ordered matrix that the caller no
+    longer needs (a gathered block, a sum), for ``cho_solve``, made in S's memory: Sᵀ = S is
+    S in Fortran order, so LAPACK factorises it in place (``cho_factor(S)`` copies a C-ordered
+    matrix first; one thread, n = 931 / 3,697: 8.6 / 372 ms against 11.3 / 426)."""
+    return scipy.linalg.cho_factor(S.T, lower=True, overwrite_a=True, check_finite=False)
+
+
 def _signs(Y, n: int) -> np.ndarray:
     """±1 float matrix from 0/1 or ±1 labels (positive entries are relevant)."""
     Y = np.asarray(Y)
@@ -367,13 +375,14 @@ class _QP:
             n = self.Md.shape[0]
             c = float(np.trace(self.Md)) / n**2
             try:
-                factor, _ = scipy.linalg.cho_factor(self.Md + c, lower=False, check_finite=False)
+                factor, _ = _cho_factor_copy(self.Md + c)
             except np.linalg.LinAlgError:
                 self._P = False
                 return None
-            P, info = scipy.linalg.lapack.dpotri(factor, lower=0, overwrite_c=1)
+            P, info = scipy.linalg.lapack.dpotri(factor, lower=1, overwrite_c=1)
+            P = P.T                                              # C order, P in its upper triangle
             lower = np.tril_indices(n, -1)
-            P[lower] = P.T[lower]                                # potri fills the upper triangle
+            P[lower] = P.T[lower]
             self._P = (P, c) if info == 0 else False
         return self._P or None
 
@@ -398,7 +407,7 @@ class _QP:
             f = free[:, k]
             try:
                 if self.dense:
-                    factor = scipy.linalg.cho_factor(self.Md[np.ix_(f, f)], check_finite=False)
+                    factor = _cho_factor_copy(self.Md[np.ix_(f, f)])
                     x[f, k] = scipy.linalg.cho_solve(factor, rhs[f, k], check_finite=False)
                 else:
                     atol = 0.1 * _KKT_TOL * self.scale * max(float(np.abs(x0[:, k]).max()), self.lam)
@@ -423,15 +432,15 @@ class _QP:
         P, c = self.inverse()
         J = rhs.shape[1]
         actives = [np.flatnonzero(~free[:, k]) for k in range(J)]
-        factors = [scipy.linalg.cho_factor(P[np.ix_(a, a)], check_finite=False) for a in actives]
+        factors = [_cho_factor_copy(P[np.ix_(a, a)]) for a in actives]
 
         def h_solve(B):                                          # H_FF⁻¹ B, B's column k for label k mod J
-            V = P @ B
+            V = matmul(P, B)
             Z = np.zeros_like(V)                                 # P_AA⁻¹ V_A per label, then P_•A by one product
             for k, (a, factor) in enumerate(zip(actives, factors)):
                 cols = slice(k, None, J)
                 Z[a, cols] = scipy.linalg.cho_solve(factor, V[a, cols], check_finite=False)
-            V -= P @ Z
+            V -= matmul(P, Z)
             return np.where(np.tile(free, B.shape[1] // J), V, 0.0)
 
         V = h_solve(np.hstack([rhs, free.astype(float)]))       # H_FF⁻¹ [rhs, 1_F]
@@ -622,11 +631,11 @@ def _reused_factor_solve(K: np.ndarray, sv: np.ndarray, diag: np.ndarray, factor
 
     def matvec(V):
         if full:
-            KV = K @ V
+            KV = matmul(K, V)
         else:                                          # K_SS V without copying K_SS
             Z = np.zeros((n, m))
             Z[sv] = V
-            KV = (K @ Z)[sv]
+            KV = matmul(K, Z)[sv]
         KV += diag[:, None] * V
         return KV
 
@@ -710,13 +719,13 @@ def sign_msvr(K, U, Y, C1: float = 1.0, C2: float = 10.0, epsilon: float = 0.1, 
             factor = None                          # freed before the new matrix: one n × n copy at a time
             H = K[np.ix_(sv, sv)] if len(sv) < n else K.copy()
             H[np.diag_indices_from(H)] += diag
-            factor = scipy.linalg.cho_factor(H, overwrite_a=True, check_finite=False), sv
+            factor = _cho_factor_copy(H), sv
             sol = scipy.linalg.cho_solve(factor[0], B, check_finite=False)
         u, V = sol[:, -1], sol[:, :-1]
         b_new = (V.sum(axis=0) + target.sum(axis=0)) / u.sum()   # 1ᵀβ_S = −1ᵀβ_N
         target[sv] = V - u[:, None] * b_new
         delta, db = target - beta, b_new - b
-        K_delta = K @ delta
+        K_delta = matmul(K, delta)
         cross, curv = float(np.einsum("ij,ij->", delta, KB)), float(np.einsum("ij,ij->", delta, K_delta))
 
         eta, accepted = 1.0, False
