@@ -169,6 +169,31 @@ def test_active_set_solver_equals_the_previous_path(seed):
     np.testing.assert_allclose([i["objective"] for i in info], [i["objective"] for i in ref_info], rtol=1e-10)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_single_precision_first_iterations_reach_the_exact_optimum(monkeypatch, seed):
+    """Cold-started iterations steer the active set in float32 first (forced here on small
+    problems): the labels still end at exact KKT points, the optimum of the previous path."""
+    monkeypatch.setattr(label_manifold_module, "_ROUGH_MIN", 0)
+    monkeypatch.setattr(label_manifold_module, "_ROUGH_CHANGES", 0.0)   # as long as the set changes
+    W, Y, _ = _qp_problem(n=80, q=5, k=8, seed=seed)
+    y = 2.0 * Y - 1
+    qp = label_manifold_module._QP(W, 1.0)
+    solves = []
+    solve_free = label_manifold_module._QP.solve_free
+    monkeypatch.setattr(label_manifold_module._QP, "solve_free",
+                        lambda self, free, rhs, x0, rough=None: solves.append(rough.copy()) or
+                        solve_free(self, free, rhs, x0, rough))
+    mu, _ = label_manifold_module._pdas(qp, y, y.copy(), cold=True)
+    assert solves[0].all() and not solves[-1].any()                      # float32 first, exact last
+    assert {"Md", "P"} & set(qp._single)
+    done = np.isfinite(mu).all(axis=0)
+    assert done.sum() >= 4
+    kkt = label_manifold_module._kkt_violation(qp.M, y[:, done], 1.0, mu[:, done])
+    assert kkt.max() < 1e-12
+    ref = label_manifold(W, Y, solver="lbfgsb")
+    np.testing.assert_allclose(mu[:, done], ref[:, done], atol=1e-9)
+
+
 def test_a_cycling_label_falls_back_to_the_previous_path():
     """Active-set iterations need not converge on a PSD M that is not an M-matrix: on this
     ill-conditioned problem (K = 4, λ_2(M) ≈ 2e-7) they revisit an active set for labels 0 and
@@ -190,7 +215,7 @@ def test_a_failed_factorisation_falls_back_to_the_previous_path(monkeypatch):
     W, Y, _ = _qp_problem(n=80, q=3, k=8, seed=1)
     ref = label_manifold(W, Y)
 
-    def fail(self, free, rhs):
+    def fail(self, free, rhs, rough=False):
         raise np.linalg.LinAlgError("not positive definite")
 
     monkeypatch.setattr(label_manifold_module._QP, "_solve_free_schur", fail)
