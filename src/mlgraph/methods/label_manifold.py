@@ -72,7 +72,9 @@ Assumptions (choices the paper leaves open)
   iterations on a yeast half and 6–11 on bibtex, and ends with a relative KKT violation below
   1e-13 (μ equal to the previous solver's to 4e-9 on bibtex, whose CG polish stopped at 2e-14).
   Most of the time goes to the first iterations, whose active sets are the largest (1,400–2,000
-  points on bibtex, shrinking to the final 500–1,000). With several BLAS threads allowed (one
+  points on bibtex, shrinking to the final 500–1,000), so those of a cold start (dense M of at
+  least 1,000 points) only steer the active set, in single precision without refinement, until
+  it settles (see :func:`_pdas`); exact iterations end every label. With several BLAS threads allowed (one
   large trial in the runner) and at least 2^18 points × labels, the labels are split, interleaved,
   over as many worker processes, each iterating on its part under one thread with its own M and
   P (a second BLAS thread barely helps these small factorisations and gathers): a bibtex half's
@@ -91,7 +93,7 @@ Assumptions (choices the paper leaves open)
   L-BFGS-B tolerates), started from μ = λy, ftol 1e-15, projected-gradient tolerance 1e-10,
   at most 1,000 iterations; then the same active-set iterations as a polish (dense Cholesky up
   to 6,000 points; above, Jacobi-preconditioned conjugate gradients from the current iterate,
-  with a sparse LU when CG stalls above a tenth of the KKT tolerance: on a tmc2007 half,
+  with M_FF applied as A_Fᵀ(A_F v), and a sparse LU when CG stalls above a tenth of the KKT tolerance: on a tmc2007 half,
   14,298 points, the LU's fill-in cost minutes per label and CG 4–40 s). A cycle stops them at
   the current point when it passes the KKT test (degenerate points, at a bound with a zero
   multiplier, can otherwise flip forever: this test cut a slashdot half's fit from 76 s to
@@ -282,19 +284,23 @@ def _kkt_violation(M: sp.csr_matrix, y: np.ndarray, lam: float, mu: np.ndarray):
                               np.where(at_bound, np.maximum(-(y * g), 0.0), 0.0).max(axis=0) / scale])
 
 
-def _solve_free_sparse(Mff: sp.csr_matrix, rhs: np.ndarray, x0: np.ndarray, atol: float) -> np.ndarray:
-    """``M_FF x = rhs`` for the sparse polish: conjugate gradients with a Jacobi preconditioner
-    from the current iterate (M_FF is positive definite once one bound is active, and its
-    diagonal, the squared column norms of I − W, is ≥ 1) until ‖M_FF x − rhs‖ ≤ 1e-4·``atol``,
-    where rounding allows, and a sparse LU when after ``_CG_MAXITER`` products the residual is
-    still above ``atol``. The residual is half the gradient on the free coordinates, so ``atol``
-    below the KKT tolerance keeps the KKT test exact; the LU's fill-in made a 14,298-point
-    tmc2007 half take minutes per factorisation."""
-    x, info = scipy.sparse.linalg.cg(Mff, rhs, x0=x0, rtol=0.0, atol=1e-4 * atol, maxiter=_CG_MAXITER,
-                                     M=sp.diags(1.0 / Mff.diagonal()))
+def _solve_free_sparse(Af: sp.csc_matrix, rhs: np.ndarray, x0: np.ndarray, atol: float) -> np.ndarray:
+    """``M_FF x = rhs`` for the sparse polish, with M_FF = A_Fᵀ A_F given by the columns ``Af``
+    of A = I − W on the free points: conjugate gradients with a Jacobi preconditioner (the
+    squared column norms, ≥ 1) from the current iterate, each product as A_Fᵀ (A_F v) (on a
+    tmc2007 half A has 24 entries a row and M 231: a fifth of the work of a product with
+    M_FF), until ‖M_FF x − rhs‖ ≤ 1e-4·``atol``, where rounding allows (M_FF is positive
+    definite once one bound is active), and a sparse LU of M_FF when after ``_CG_MAXITER``
+    products the residual is still above ``atol``. The residual is half the gradient on the
+    free coordinates, so ``atol`` below the KKT tolerance keeps the KKT test exact; the LU's
+    fill-in made a 14,298-point tmc2007 half take minutes per factorisation."""
+    AfT = Af.T.tocsr()
+    Mff = scipy.sparse.linalg.LinearOperator((len(rhs), len(rhs)), matvec=lambda v: AfT @ (Af @ v), dtype=float)
+    jacobi = sp.diags(1.0 / np.asarray(Af.multiply(Af).sum(axis=0)).ravel())
+    x, info = scipy.sparse.linalg.cg(Mff, rhs, x0=x0, rtol=0.0, atol=1e-4 * atol, maxiter=_CG_MAXITER, M=jacobi)
     if info == 0 or np.linalg.norm(Mff @ x - rhs) <= atol:
         return x
-    return scipy.sparse.linalg.splu(Mff.tocsc()).solve(rhs)
+    return scipy.sparse.linalg.splu((AfT @ Af).tocsc()).solve(rhs)
 
 
 def _pdas(qp: "_QP", y: np.ndarray, mu: np.ndarray, max_iter: int = 50,
@@ -383,6 +389,7 @@ class _QP:
         self.M = (self.At @ self.A).tocsr()
         self.dense = n <= _DENSE_QP_LIMIT if dense is None else dense
         self.Md = self.M.toarray() if self.dense else None
+        self.Ac = None if self.dense else self.A.tocsc()        # column blocks of the sparse polish
         self._Ad = None
         self._P = None               # (M + c 11ᵀ)⁻¹ and c (False: singular), on demand
         self._single = {}
@@ -441,7 +448,7 @@ class _QP:
                     x[f, k] = scipy.linalg.cho_solve(factor, rhs[f, k].astype(Md.dtype), check_finite=False)
                 else:
                     atol = 0.1 * _KKT_TOL * self.scale * max(float(np.abs(x0[:, k]).max()), self.lam)
-                    x[f, k] = _solve_free_sparse(self.M[f][:, f], rhs[f, k], x0[f, k], atol)
+                    x[f, k] = _solve_free_sparse(self.Ac[:, f], rhs[f, k], x0[f, k], atol)
             except (np.linalg.LinAlgError, RuntimeError):
                 good[k] = False
         cols, block, size = np.concatenate([np.flatnonzero(schur & rough), np.flatnonzero(schur & ~rough)]), [], 0
