@@ -697,6 +697,69 @@ def bench_ml2_whole() -> list[tuple]:
     return rows
 
 
+_BEFORE_ISSUE_15 = "cbb9823e6ead4cbda5b89e0fe3212c6482355ae4"   # the parent of issue 15's first commit
+
+_ML2_FIT = """
+import sys, time
+sys.path.insert(0, sys.argv[1])                   # this source tree's mlgraph, not the installed one
+import numpy as np
+from threadpoolctl import threadpool_limits
+from mlgraph.methods import ML2
+half = np.load(sys.argv[2])
+with threadpool_limits(int(sys.argv[3])):
+    start = time.perf_counter()
+    scores = ML2().fit(half["X"], half["Y"]).decision_function(half["Xt"])
+    print(time.perf_counter() - start)
+np.save(sys.argv[4], scores)
+"""
+
+
+def bench_ml2_before_issue15(repeats: int = 2) -> list[tuple]:
+    """ML² fit + predict of a bibtex half by this code and by the code from before issue 15
+    (commit cbb9823, taken from the repository's git history), each call in a fresh process on
+    the same arrays, interleaved, ``repeats`` each (best): at one BLAS thread for both (the
+    issue's 5× at equal threads; the runner then gave a trial one thread), and this code at two
+    (as the runner now runs one large trial) against the old one at one. About 9 minutes."""
+    import subprocess
+    import sys
+
+    import mlgraph
+    from mlgraph.methods.base import dense
+
+    target = "≥ 5× (issue 15)"
+    root = Path(__file__).resolve().parents[2]
+    archive = subprocess.run(["git", "-C", str(root), "archive", _BEFORE_ISSUE_15, "src"], capture_output=True)
+    if archive.returncode:
+        return [("ML2 bibtex half against the code before issue 15 (no git history here)", float("nan"),
+                 float("nan"), float("nan"), target)]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
+        _, X_train, Y_train, X_test = _ml2_half("bibtex")
+        np.savez(tmp / "half.npz", X=dense(X_train), Y=Y_train, Xt=dense(X_test))
+        (tmp / "fit.py").write_text(_ML2_FIT)
+        sources = {"now": Path(mlgraph.__file__).resolve().parents[1], "before": tmp / "src"}
+
+        def fit(which: str, threads: int) -> float:
+            time.sleep(_SETTLE)
+            done = subprocess.run([sys.executable, str(tmp / "fit.py"), str(sources[which]), str(tmp / "half.npz"),
+                                   str(threads), str(tmp / f"{which}.npy")], capture_output=True, text=True, check=True)
+            return float(done.stdout.split()[-1])
+
+        times = {"now": [], "before": []}
+        for _ in range(repeats):
+            for which in times:
+                times[which].append(fit(which, 1))
+        two = min(fit("now", 2) for _ in range(repeats))
+        gap = float(np.abs(np.load(tmp / "now.npy") - np.load(tmp / "before.npy")).max())
+    now, before = min(times["now"]), min(times["before"])
+    n = X_train.shape[0]
+    return [(f"ML2 fit+predict bibtex half n={n}, 1 thread: now / before issue 15", now, before, before / now,
+             f"{target}, equal threads; max |Δ score| {gap:.0e}"),
+            (f"ML2 fit+predict bibtex half n={n}, now at 2 threads / before at 1", two, before, before / two,
+             f"{target}, as the runner runs one trial then and now")]
+
+
 def bench_dsml() -> list[tuple]:
     """DSML (paper 001) training, T = 10, on a five-fold training split of frequency_gender,
     against Independent Decomposition (one RBF network per label set) on the same split. DSML
@@ -799,7 +862,8 @@ BENCHES = {"mlmrrw_vs_lu": bench_mlmrrw_vs_lu, "mlmrrw_nystrom": bench_mlmrrw_ny
            "mlflow_overhead": bench_mlflow_overhead, "command_overhead": bench_command_overhead,
            "mlknn_vs_skmultilearn": bench_mlknn_vs_skmultilearn, "sswl": bench_sswl,
            "comparison_yeast": bench_comparison_yeast, "paper000_protocol": bench_paper000_protocol,
-           "gmba": bench_gmba_ranking, "ml2": bench_ml2, "ml2_whole": bench_ml2_whole, "dsml": bench_dsml}
+           "gmba": bench_gmba_ranking, "ml2": bench_ml2, "ml2_whole": bench_ml2_whole,
+           "ml2_before_issue15": bench_ml2_before_issue15, "dsml": bench_dsml}
 
 
 def main(argv: list[str] | None = None) -> None:

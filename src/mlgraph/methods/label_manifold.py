@@ -78,7 +78,7 @@ Assumptions (choices the paper leaves open)
   large trial in the runner) and at least 2^18 points × labels, the labels are split, interleaved,
   over as many worker processes, each iterating on its part under one thread with its own M and
   P (a second BLAS thread barely helps these small factorisations and gathers): a bibtex half's
-  QPs take 21 s instead of 34 s, μ equal to 3e-10, at the cost of 2 n² float64 per worker.
+  QPs take 16–17 s instead of 26 s (AMD EPYC), μ equal to 3e-10, at the cost of 2 n² float64 per worker.
   When M has more null directions than 1
   (several closed neighbour classes, tiny sets), M + c 11ᵀ is singular and every free block
   is factored directly.
@@ -132,16 +132,15 @@ L-BFGS-B in sparse matrix–vector products.
 ``decision_function`` forms an n_test × n_train kernel block. Measured on yeast halves (1,208 ×
 103, 14 labels, one BLAS thread, shared 2-core machine): fit 0.9–2.2 s (19–44 IRWLS
 iterations), tracemalloc peak 43 MiB for fit + predict. On a bibtex half (3,697 × 1,836, 159
-labels, load 2–4): fit + predict 64 s (LLE 1.1 s, QPs 38.0 s, 42 IRWLS iterations 22.8 s,
-predict 1.2 s) against 163 s (5.8, 99.3, 56.5, 1.1) for the previous implementation in the same
-process, scores equal to 2e-9; with two BLAS threads (one trial in the runner) its fit +
-predict takes 39 s with the labels' QPs in two worker processes (52 s in one process). On a tmc2007-500 half (14,298 × 500, 22 labels, two BLAS
-threads, quiet machine): fit + predict 224 s (QPs 139 s in two worker processes, 12 IRWLS
-iterations 76 s with one Cholesky factorisation; 4.7 GiB traced peak), against 20.5 min in an
-earlier run of the previous implementation and 410 s (QPs 262 s) with the labels one after
-another on one thread (that run under load 2–4). Its QPs took 316 s for three labels against 26 s on one thread (two
-contending OpenBLAS threads in the small solves of L-BFGS-B and the CG polish), and 12 IRWLS
-iterations 225 s against 92 s (β equal to 6e-14). The dense QP path
+labels; AMD EPYC, one BLAS thread): fit + predict 54–58 s (LLE 1.7 s, QPs 26 s, 42 IRWLS
+iterations 27 s) against 153–164 s for the code from before issue 15 (``make bench
+ARGS="--only ml2_before_issue15"``); with two BLAS threads (one trial in the runner) 34–36 s,
+the labels' QPs in two worker processes. On a tmc2007-500 half (14,298 × 500, 22 labels, two
+BLAS threads): fit + predict 141 s (QPs 68 s in two worker processes, 12 IRWLS iterations 64 s
+with one Cholesky factorisation; 3.2 GiB traced peak), against 20.5 min for the code from
+before issue 15 on one thread. There, two contending OpenBLAS threads had slowed the small
+solves of L-BFGS-B and the CG polish (three labels' QPs: 316 s against 26 s on one thread),
+and reusing the IRWLS factor took 12 iterations from 225 s to 92 s (β equal to 6e-14). The dense QP path
 and IRWLS use the caller's BLAS threads.
 """
 
