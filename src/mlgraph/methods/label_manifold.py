@@ -188,10 +188,10 @@ _KKT_TOL = 1e-8          # relative KKT violation below which a QP solution is a
 _KKT_EXACT = 1e-13       # ... at which the active-set iterations stop without waiting for a fixed set
 _KKT_WARN = 1e-6         # ... above which label_manifold warns
 _REFINE_TOL = 1e-14      # free-block solves through the inverse: residual / (scale·max|μ|) ...
+_REFINE_STEPS = 5        # ... reached by at most this many refinement steps
 _ROUGH_CHANGES = 0.02    # cold-started active-set iterations in float32 while more points change than this share,
 _ROUGH_ITER = 10         # ... for at most this many iterations,
 _ROUGH_MIN = 1000        # ... from this many points (smaller factors gain little from single precision)
-_REFINE_STEPS = 5        # ... reached by at most this many refinement steps
 _SPLIT_WORK = 1 << 18    # dense M: points × labels from which spare threads become worker processes
 _LBFGSB_OPTIONS = {"maxiter": 1000, "maxcor": 20, "ftol": 1e-15, "gtol": 1e-10}
 
@@ -250,7 +250,7 @@ def lle_weights(X, n_neighbors: int, reg: float = 1e-3, sqdist: np.ndarray | Non
 # --------------------------------------------------------------------------------------------
 # Eq. 3–4: numerical labels, one bound-constrained QP per label
 # --------------------------------------------------------------------------------------------
-def _cho_factor_copy(S: np.ndarray) -> tuple[np.ndarray, bool]:
+def _cho_factor_in_place(S: np.ndarray) -> tuple[np.ndarray, bool]:
     """Cholesky factor of a symmetric positive definite C-ordered matrix that the caller no
     longer needs (a gathered block, a sum), for ``cho_solve``, made in S's memory: Sᵀ = S is
     S in Fortran order, so LAPACK factorises it in place (``cho_factor(S)`` copies a C-ordered
@@ -406,7 +406,7 @@ class _QP:
             n = self.Md.shape[0]
             c = float(np.trace(self.Md)) / n**2
             try:
-                factor, _ = _cho_factor_copy(self.Md + c)
+                factor, _ = _cho_factor_in_place(self.Md + c)
             except np.linalg.LinAlgError:
                 self._P = False
                 return None
@@ -443,8 +443,8 @@ class _QP:
             try:
                 if self.dense:
                     Md = self.single("Md") if rough[k] else self.Md
-                    factor = _cho_factor_copy(Md[np.ix_(f, f)])
-                    x[f, k] = scipy.linalg.cho_solve(factor, rhs[f, k].astype(Md.dtype), check_finite=False)
+                    factor = _cho_factor_in_place(Md[np.ix_(f, f)])
+                    x[f, k] = scipy.linalg.cho_solve(factor, rhs[f, k].astype(Md.dtype, copy=False), check_finite=False)
                 else:
                     atol = 0.1 * _KKT_TOL * self.scale * max(float(np.abs(x0[:, k]).max()), self.lam)
                     x[f, k] = _solve_free_sparse(self.Ac[:, f], rhs[f, k], x0[f, k], atol)
@@ -476,7 +476,7 @@ class _QP:
             P = self.single("P")
         J = rhs.shape[1]
         actives = [np.flatnonzero(~free[:, k]) for k in range(J)]
-        factors = [_cho_factor_copy(P[np.ix_(a, a)]) for a in actives]
+        factors = [_cho_factor_in_place(P[np.ix_(a, a)]) for a in actives]
 
         def h_solve(B):                                          # H_FF⁻¹ B, B's column k for label k mod J
             V = matmul(P, B.astype(P.dtype, copy=False))
@@ -765,7 +765,7 @@ def sign_msvr(K, U, Y, C1: float = 1.0, C2: float = 10.0, epsilon: float = 0.1, 
             factor = None                          # freed before the new matrix: one n × n copy at a time
             H = K[np.ix_(sv, sv)] if len(sv) < n else K.copy()
             H[np.diag_indices_from(H)] += diag
-            factor = _cho_factor_copy(H), sv
+            factor = _cho_factor_in_place(H), sv
             sol = scipy.linalg.cho_solve(factor[0], B, check_finite=False)
         u, V = sol[:, -1], sol[:, :-1]
         b_new = (V.sum(axis=0) + target.sum(axis=0)) / u.sum()   # 1ᵀβ_S = −1ᵀβ_N
