@@ -283,9 +283,9 @@ def _kkt_violation(M: sp.csr_matrix, y: np.ndarray, lam: float, mu: np.ndarray):
                               np.where(at_bound, np.maximum(-(y * g), 0.0), 0.0).max(axis=0) / scale])
 
 
-def _solve_free_sparse(Af: sp.csc_matrix, rhs: np.ndarray, x0: np.ndarray, atol: float) -> np.ndarray:
-    """``M_FF x = rhs`` for the sparse polish, with M_FF = A_Fᵀ A_F given by the columns ``Af``
-    of A = I − W on the free points: conjugate gradients with a Jacobi preconditioner (the
+def _solve_free_sparse(AfT: sp.csr_matrix, rhs: np.ndarray, x0: np.ndarray, atol: float) -> np.ndarray:
+    """``M_FF x = rhs`` for the sparse polish, with M_FF = A_Fᵀ A_F given by ``AfT``, the rows
+    of Aᵀ (A = I − W) on the free points: conjugate gradients with a Jacobi preconditioner (the
     squared column norms, ≥ 1) from the current iterate, each product as A_Fᵀ (A_F v) (on a
     tmc2007 half A has 24 entries a row and M 231: a fifth of the work of a product with
     M_FF), until ‖M_FF x − rhs‖ ≤ 1e-4·``atol``, where rounding allows (M_FF is positive
@@ -293,7 +293,7 @@ def _solve_free_sparse(Af: sp.csc_matrix, rhs: np.ndarray, x0: np.ndarray, atol:
     products the residual is still above ``atol``. The residual is half the gradient on the
     free coordinates, so ``atol`` below the KKT tolerance keeps the KKT test exact; the LU's
     fill-in made a 14,298-point tmc2007 half take minutes per factorisation."""
-    AfT = Af.T.tocsr()
+    Af = AfT.T
     Mff = scipy.sparse.linalg.LinearOperator((len(rhs), len(rhs)), matvec=lambda v: AfT @ (Af @ v), dtype=float)
     jacobi = sp.diags(1.0 / np.asarray(Af.multiply(Af).sum(axis=0)).ravel())
     x, info = scipy.sparse.linalg.cg(Mff, rhs, x0=x0, rtol=0.0, atol=1e-4 * atol, maxiter=_CG_MAXITER, M=jacobi)
@@ -388,7 +388,6 @@ class _QP:
         self.M = (self.At @ self.A).tocsr()
         self.dense = n <= _DENSE_QP_LIMIT if dense is None else dense
         self.Md = self.M.toarray() if self.dense else None
-        self.Ac = None if self.dense else self.A.tocsc()        # column blocks of the sparse polish
         self._Ad = None
         self._P = None               # (M + c 11ᵀ)⁻¹ and c (False: singular), on demand
         self._single = {}
@@ -447,7 +446,7 @@ class _QP:
                     x[f, k] = scipy.linalg.cho_solve(factor, rhs[f, k].astype(Md.dtype, copy=False), check_finite=False)
                 else:
                     atol = 0.1 * _KKT_TOL * self.scale * max(float(np.abs(x0[:, k]).max()), self.lam)
-                    x[f, k] = _solve_free_sparse(self.Ac[:, f], rhs[f, k], x0[f, k], atol)
+                    x[f, k] = _solve_free_sparse(self.At[f], rhs[f, k], x0[f, k], atol)
             except (np.linalg.LinAlgError, RuntimeError):
                 good[k] = False
         cols, block, size = np.concatenate([np.flatnonzero(schur & rough), np.flatnonzero(schur & ~rough)]), [], 0
