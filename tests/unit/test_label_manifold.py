@@ -1,6 +1,8 @@
 """ML² (paper 002): LLE weights (Eq. 2), the label-manifold QP (Eq. 3–4), the IRWLS regressor
 (Eq. 5–12), the toy experiment and the estimator."""
 
+import os
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -109,47 +111,86 @@ def test_label_manifold_is_feasible_and_satisfies_kkt(monkeypatch, dense_limit, 
     assert (y * g)[active].min() > -1e-8 * scale                          # multipliers of active bounds ≥ 0
 
 
+def _record_workers(monkeypatch) -> list:
+    """Record each call of the label worker processes: (task, parts, processes)."""
+    calls, original = [], label_manifold_module._in_workers
+
+    def recording(qp, fn, parts, workers):
+        calls.append((fn.__name__, len(parts), workers))
+        return original(qp, fn, parts, workers)
+
+    monkeypatch.setattr(label_manifold_module, "_in_workers", recording)
+    return calls
+
+
 def test_sparse_labels_in_worker_processes_equal_one_after_another(monkeypatch):
-    """With a sparse M and spare BLAS threads the labels go to worker processes, which build
-    their own sparse QP (the module's dense limit is not theirs to see): the same μ and solver
-    path as one label after another under one thread, bit for bit."""
-    import joblib
+    """With a sparse M and spare BLAS threads the labels go to worker processes, which solve
+    the caller's sparse QP: the same μ and solver path as one label after another under one
+    thread, bit for bit."""
     from threadpoolctl import threadpool_limits
 
     monkeypatch.setattr(label_manifold_module, "_DENSE_QP_LIMIT", 0)
-    pools = []
-    monkeypatch.setattr(label_manifold_module, "Parallel", lambda **kw: pools.append(kw) or joblib.Parallel(**kw))
+    calls = _record_workers(monkeypatch)
     W, Y, _ = _qp_problem()
     with threadpool_limits(1):
         mu, info = label_manifold(W, Y, return_info=True)
-    assert pools == []
+    assert calls == []
     with threadpool_limits(2):
         mu2, info2 = label_manifold(W, Y, return_info=True)
-    assert pools == [{"n_jobs": 2, "backend": "loky"}]
+    assert calls == [("_solve_labels", min(4, Y.shape[1]), 2)]
     assert [i["solver"] for i in info2] == [i["solver"] for i in info] == ["L-BFGS-B+active-set"] * Y.shape[1]
     np.testing.assert_array_equal(mu2, mu)
 
 
 def test_dense_labels_in_worker_processes_equal_all_at_once(monkeypatch):
     """With a dense M, enough work and spare BLAS threads the active-set iterations run on
-    interleaved parts of the labels in worker processes (each with its own M and lifted inverse):
-    the same exact KKT points as all labels at once in the caller, and small problems stay there."""
-    import joblib
+    interleaved parts of the labels in worker processes (sharing the caller's M and lifted
+    inverse): the same exact KKT points as all labels at once in the caller, and small problems
+    stay there."""
     from threadpoolctl import threadpool_limits
 
-    pools = []
-    monkeypatch.setattr(label_manifold_module, "Parallel", lambda **kw: pools.append(kw) or joblib.Parallel(**kw))
+    calls = _record_workers(monkeypatch)
     W, Y, _ = _qp_problem(n=80, q=5, k=8, seed=1)
     with threadpool_limits(2):
         mu, info = label_manifold(W, Y, return_info=True)                # 80 × 5 is below _SPLIT_WORK
-        assert pools == []
+        assert calls == []
         monkeypatch.setattr(label_manifold_module, "_SPLIT_WORK", 0)
         mu2, info2 = label_manifold(W, Y, return_info=True)
-    assert pools == [{"n_jobs": 2, "backend": "loky"}]
+    assert calls == [("_pdas_labels", 2, 2)]
     assert [i["solver"] for i in info2] == [i["solver"] for i in info] == ["active-set"] * 5
     assert [i["active_set_iterations"] for i in info2] == [i["active_set_iterations"] for i in info]
     assert max(i["kkt"] for i in info2) < 1e-12
     np.testing.assert_allclose(mu2, mu, rtol=1e-12, atol=1e-12)  # |μ| up to ~20: rounding
+
+
+def test_label_workers_die_with_an_interrupted_caller():
+    """An exception in the caller while its label workers run (here SIGALRM's, standing for
+    Ctrl-C or SIGTERM) kills them at once instead of waiting for their labels, and a worker
+    that dies surfaces as an error, not a hang."""
+    import multiprocessing
+    import signal
+    import time
+    from concurrent.futures.process import BrokenProcessPool
+
+    class Alarm(Exception):
+        pass
+
+    def ring(signum, frame):
+        raise Alarm
+
+    qp = label_manifold_module._QP(_qp_problem(n=30, q=2, k=4)[0], 1.0)
+    previous = signal.signal(signal.SIGALRM, ring)
+    start = time.monotonic()
+    try:
+        signal.alarm(2)
+        with pytest.raises(Alarm):
+            label_manifold_module._in_workers(qp, time.sleep, [120.0, 120.0], 2)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - start < 60 and multiprocessing.active_children() == []
+    with pytest.raises(BrokenProcessPool):
+        label_manifold_module._in_workers(qp, os._exit, [3], 1)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -362,8 +403,9 @@ def test_sparse_qp_path_runs_on_one_blas_thread(monkeypatch):
     W, Y, _ = _qp_problem(n=60, q=2, k=5, seed=4)
     with threadpool_limits(limits=1):
         label_manifold(W, Y)
+    monkeypatch.setattr(label_manifold_module, "_WORKER_QP", label_manifold_module._QP(W, 1.0, dense=False))
     with threadpool_limits(limits=2):
-        label_manifold_module._solve_labels(W, 1.0, 2.0 * Y - 1.0)
+        label_manifold_module._solve_labels(2.0 * Y - 1.0)
     assert seen == [1, 1, 1, 1]
 
 

@@ -147,14 +147,17 @@ and IRWLS use the caller's BLAS threads.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
+import signal
+import sys
 import warnings
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
-from joblib import Parallel, delayed
 from scipy.optimize import Bounds, minimize, nnls
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
@@ -172,6 +175,7 @@ from mlgraph.methods.base import (
     positive_int,
     standardisation,
 )
+from mlgraph.signals import die_with_parent
 
 __all__ = ["ML2", "SignMSVR", "label_manifold", "lle_weights", "sign_msvr", "sign_msvr_objective"]
 
@@ -229,9 +233,8 @@ def lle_weights(X, n_neighbors: int, reg: float = 1e-3, sqdist: np.ndarray | Non
 
     weights = np.empty((n, k))
     diag = np.arange(k)
-    step = max(1, _BLOCK // (k * (k if sqdist is not None else max(k, d))))
-    for start in range(0, n, step):
-        rows = slice(start, min(n, start + step))
+
+    def block(rows: slice) -> None:
         nb = neighbours[rows]
         if sqdist is not None:                                   # G_jk = ½(D_ij + D_ik − D_jk): no d-loop
             d_i = np.take_along_axis(sqdist[rows], nb, axis=1)
@@ -243,6 +246,15 @@ def lle_weights(X, n_neighbors: int, reg: float = 1e-3, sqdist: np.ndarray | Non
         G[:, diag, diag] += np.where(trace > 0, reg * trace, reg)[:, None]
         w = np.linalg.solve(G, np.ones((G.shape[0], k, 1)))[..., 0]
         weights[rows] = w / w.sum(axis=1, keepdims=True)
+
+    # Blocks of rows in threads, each solve on one BLAS thread: numpy's stacked solves of small
+    # systems and its gathers release the GIL, and gain little from BLAS threads
+    # (bibtex half, two cores: 1.9 s → 0.8–1.1 s, weights equal to 3e-15).
+    step = max(1, _BLOCK // (k * (k if sqdist is not None else max(k, d))))
+    blocks = [slice(start, min(n, start + step)) for start in range(0, n, step)]
+    threads = min(blas_threads(), len(blocks))
+    with threadpool_limits(1), ThreadPoolExecutor(threads) as pool:
+        list(pool.map(block, blocks))
     indptr = np.arange(0, n * k + 1, k)
     return sp.csr_matrix((weights.ravel(), neighbours.ravel(), indptr), shape=(n, n))
 
@@ -270,13 +282,14 @@ def _signs(Y, n: int) -> np.ndarray:
     return np.where(Y > 0, 1.0, -1.0)
 
 
-def _kkt_violation(M: sp.csr_matrix, y: np.ndarray, lam: float, mu: np.ndarray):
+def _kkt_violation(M: sp.csr_matrix, y: np.ndarray, lam: float, mu: np.ndarray, norm: float | None = None):
     """Largest violation of the KKT conditions of min μᵀMμ s.t. y∘μ ≥ λ, relative to the scale
     of the gradient terms: infeasibility, gradient on free coordinates, wrong-signed multipliers.
-    One number per column when ``mu`` is n × J."""
+    One number per column when ``mu`` is n × J. ``norm``: 2‖M‖∞ (``_QP.scale``) if known."""
     g = 2.0 * (M @ mu)
     z = y * mu - lam
-    scale = 2.0 * float(abs(M).sum(axis=1).max()) * np.maximum(np.abs(mu).max(axis=0), lam)
+    norm = 2.0 * float(abs(M).sum(axis=1).max()) if norm is None else norm
+    scale = norm * np.maximum(np.abs(mu).max(axis=0), lam)
     at_bound = z <= 1e-12 * max(1.0, lam)
     return np.maximum.reduce([np.maximum(-z, 0.0).max(axis=0) / lam,
                               np.where(at_bound, 0.0, np.abs(g)).max(axis=0) / scale,
@@ -345,7 +358,7 @@ def _pdas(qp: "_QP", y: np.ndarray, mu: np.ndarray, max_iter: int = 50,
         m = np.where(act, m, x)
         mu[:, todo] = m                                          # the next sparse solve starts here
         projected = np.where(yt > 0, np.maximum(m, lam), np.minimum(m, -lam))
-        kkt = _kkt_violation(M, yt, lam, projected)
+        kkt = _kkt_violation(M, yt, lam, projected, qp.scale)
         nu = np.where(act, yt * (2.0 * (M @ m)), 0.0)
         z = np.where(act, 0.0, yt * m - lam)
         new_active = nu - z > 0
@@ -411,8 +424,10 @@ class _QP:
                 return None
             P, info = scipy.linalg.lapack.dpotri(factor, lower=1, overwrite_c=1)
             P = P.T                                              # C order, P in its upper triangle
-            lower = np.tril_indices(n, -1)
-            P[lower] = P.T[lower]
+            for start in range(0, n, 256):                       # mirrored by blocks (cache-sized transposes)
+                rows = slice(start, start + 256)
+                P[rows, :start] = P[:start, rows].T
+                P[rows, rows] = np.triu(P[rows, rows]) + np.triu(P[rows, rows], 1).T
             self._P = (P, c) if info == 0 else False
         return self._P or None
 
@@ -523,7 +538,7 @@ class _QP:
         polished = _pdas(self, y[:, None], candidates["L-BFGS-B"][:, None].copy())[0][:, 0]
         if np.isfinite(polished).all():
             candidates["L-BFGS-B+active-set"] = polished
-        if self.dense and not (np.isfinite(polished).all() and _kkt_violation(self.M, y, lam, polished) <= _KKT_TOL):
+        if self.dense and not (np.isfinite(polished).all() and _kkt_violation(self.M, y, lam, polished, self.scale) <= _KKT_TOL):
             # Ill-conditioned label: exact active-set NNLS in z = y∘μ − λ ≥ 0 (Lawson–Hanson),
             # min ‖A diag(y) z + λ A y‖², then the active-set polish from its solution.
             if self._Ad is None:
@@ -539,28 +554,69 @@ class _QP:
 
     def result(self, y: np.ndarray, candidates: dict) -> dict:
         """Info on the candidate kept: KKT violation ≤ 1e-8 first, then the lowest objective."""
-        scored = {name: (self.value_and_gradient(m)[0], float(_kkt_violation(self.M, y, self.lam, m)))
+        scored = {name: (self.value_and_gradient(m)[0], float(_kkt_violation(self.M, y, self.lam, m, self.scale)))
                   for name, m in candidates.items()}
         best = min(scored, key=lambda name: (scored[name][1] > _KKT_TOL, scored[name][0]))
         return {"solver": best, "objective": scored[best][0], "kkt": scored[best][1]}
 
 
-def _solve_labels(W: sp.csr_matrix, lam: float, y: np.ndarray) -> list[tuple[np.ndarray, dict]]:
+_WORKER_QP: "_QP | None" = None     # in a worker process of _in_workers: the QPs it solves
+
+
+def _adopt(qp: "_QP") -> None:
+    """A worker process's start: keep ``qp``; die with the parent; leave Ctrl-C to the parent,
+    which kills its workers when interrupted (:func:`_in_workers`)."""
+    global _WORKER_QP
+    _WORKER_QP = qp
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent()
+
+
+def _in_workers(qp: "_QP", fn, parts: list, workers: int) -> list:
+    """``[fn(part) for part in parts]`` in ``workers`` processes that solve the QPs of ``qp``
+    (the parts handed out as workers free up). On Linux they are forked: they share the
+    parent's imports and its M, P and float32 copies, made once with the parent's threads,
+    without a copy (loky workers each imported mlgraph, 1.5 s, and built M and P again, 2.1 s
+    on a bibtex half). Elsewhere they are spawned and receive ``qp`` pickled. An exception or
+    a signal in the parent kills them."""
+    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_adopt, initargs=(qp,))
+    try:
+        with warnings.catch_warnings():   # Python ≥ 3.12 warns of fork with threads (BLAS's): ours run no locks
+            warnings.filterwarnings("ignore", r".*multi-threaded, use of fork\(\)", DeprecationWarning)
+            futures = [pool.submit(fn, part) for part in parts]
+        return [future.result() for future in futures]
+    except BaseException:
+        for process in list(pool._processes.values()):      # no public way before Python 3.14
+            process.kill()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _solve_labels(y: np.ndarray) -> list[tuple[np.ndarray, dict]]:
     """:meth:`_QP.solve` for each column of ``y`` under one BLAS thread, in a worker process.
     A sparse M's path is vector operations, sparse products and L-BFGS-B's Python callbacks,
     which contending BLAS threads only slow down (a tmc2007 half's label: 16–40 s with two
     OpenBLAS threads, 8 s with one) and the GIL would serialise in threads: the spare cores
     take other labels instead."""
-    qp = _QP(W, lam, dense=False)
     with threadpool_limits(1):
-        return [qp.solve(y[:, k]) for k in range(y.shape[1])]
+        return [_WORKER_QP.solve(y[:, k]) for k in range(y.shape[1])]
 
 
-def _pdas_labels(W: sp.csr_matrix, lam: float, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_pdas` from μ = λy for the columns of ``y`` with a dense M, under one BLAS
-    thread, in a worker process (its own copy of M and of the lifted inverse P)."""
+def _pdas_results(qp: "_QP", y: np.ndarray) -> tuple[np.ndarray, list[dict | None]]:
+    """:func:`_pdas` from μ = λy for the columns of ``y`` (dense M), and the result of each
+    (:meth:`_QP.result`; None where the iterations failed)."""
+    mu, iterations = _pdas(qp, y, qp.lam * y, cold=True)
+    return mu, [{**qp.result(y[:, k], {"active-set": mu[:, k]}), "active_set_iterations": int(iterations[k])}
+                if np.isfinite(mu[:, k]).all() else None for k in range(y.shape[1])]
+
+
+def _pdas_labels(y: np.ndarray) -> tuple[np.ndarray, list[dict | None]]:
+    """:func:`_pdas_results` under one BLAS thread, in a worker process."""
     with threadpool_limits(1):
-        return _pdas(_QP(W, lam, dense=True), y, lam * y, cold=True)
+        return _pdas_results(_WORKER_QP, y)
 
 
 def label_manifold(W, Y, lam: float = 1.0, *, solver: str = "active-set", return_info: bool = False):
@@ -592,25 +648,24 @@ def label_manifold(W, Y, lam: float = 1.0, *, solver: str = "active-set", return
     if solver == "active-set" and qp.dense and workers > 1:
         # Labels split over worker processes: the iterations' small Cholesky factors, gathers
         # and Python steps gain little from a second BLAS thread (bibtex half: 37 s on 1, 36 on 2).
-        exact, iterations = np.empty((n, len(mixed))), np.empty(len(mixed), dtype=int)
-        for i, (x, its) in enumerate(Parallel(n_jobs=workers, backend="loky")(
-                delayed(_pdas_labels)(W, lam, y[:, mixed[i::workers]]) for i in range(workers))):
-            exact[:, i::workers], iterations[i::workers] = x, its
+        if qp.inverse() is not None and n >= _ROUGH_MIN:        # made once, with this process's threads
+            qp.single("Md"), qp.single("P")
+        parts = [mixed[i::workers] for i in range(workers)]
+        solved = zip(parts, _in_workers(qp, _pdas_labels, [y[:, part] for part in parts], workers))
     elif solver == "active-set" and qp.dense and len(mixed):
-        exact, iterations = _pdas(qp, y[:, mixed], lam * y[:, mixed], cold=True)
-    if solver == "active-set" and qp.dense and len(mixed):
-        for k, j in enumerate(mixed):
-            if np.isfinite(exact[:, k]).all():
-                infos[j] = {**qp.result(y[:, j], {"active-set": exact[:, k]}),
-                            "active_set_iterations": int(iterations[k])}
-                mu[:, j] = exact[:, k]
+        solved = [(mixed, _pdas_results(qp, y[:, mixed]))]
+    else:
+        solved = []
+    for part, (exact, part_infos) in solved:
+        for k, j in enumerate(part):
+            if part_infos[k] is not None:
+                mu[:, j], infos[j] = exact[:, k], part_infos[k]
     rest = [j for j in mixed if infos[j]["solver"] == "constant" or infos[j]["kkt"] > _KKT_TOL]
     workers = min(blas_threads(), len(rest))
     if not qp.dense and workers > 1:
         # Sparse M: the labels over worker processes (see _solve_labels), one per caller's thread.
         parts = [rest[i::2 * workers] for i in range(min(len(rest), 2 * workers))]
-        for part, solved in zip(parts, Parallel(n_jobs=workers, backend="loky")(
-                delayed(_solve_labels)(W, lam, y[:, part]) for part in parts)):
+        for part, solved in zip(parts, _in_workers(qp, _solve_labels, [y[:, part] for part in parts], workers)):
             for j, (m, info) in zip(part, solved):
                 mu[:, j], infos[j] = m, info
     else:
