@@ -76,9 +76,11 @@ Assumptions (choices the paper leaves open)
   least 1,000 points) only steer the active set, in single precision without refinement, until
   it settles (see :func:`_pdas`); exact iterations end every label. With several BLAS threads allowed (one
   large trial in the runner) and at least 2^18 points × labels, the labels are split, interleaved,
-  over as many worker processes, each iterating on its part under one thread with its own M and
-  P (a second BLAS thread barely helps these small factorisations and gathers): a bibtex half's
-  QPs take 16–17 s instead of 26 s (AMD EPYC), μ equal to 3e-10, at the cost of 2 n² float64 per worker.
+  over as many worker processes, each iterating on its part under one thread (a second BLAS
+  thread barely helps these small factorisations and gathers). On Linux the workers are forked
+  once the caller has made M, P and their float32 copies with its threads, and share them
+  (no copies, no imports); elsewhere they are spawned and receive the QP pickled. A bibtex
+  half's QPs take 13–14 s instead of 26 s (AMD EPYC), μ equal to 3e-10.
   When M has more null directions than 1
   (several closed neighbour classes, tiny sets), M + c 11ᵀ is singular and every free block
   is factored directly.
@@ -126,9 +128,10 @@ Assumptions (choices the paper leaves open)
 
 Cost and memory: the kernel matrix is dense n × n float64 (8 n² bytes: 11.5 MB for the 1,208
 training points of a yeast half, 200 MB for 5,000), plus one |S| × |S| Cholesky factor of IRWLS
-(kept while it preconditions later iterations, freed before a new one) and, for n ≤ 6,000, the dense M and its lifted inverse P of the QP (2 × 109 MB on a
-bibtex half; a dense I − W when the NNLS fallback runs); LLE works in bounded blocks and
-L-BFGS-B in sparse matrix–vector products.
+(kept while it preconditions later iterations, freed before a new one) and, for n ≤ 6,000, the
+dense M and its lifted inverse P of the QP, with their float32 copies from 1,000 points (2 × 109
++ 2 × 55 MB on a bibtex half, shared with the QP workers; a dense I − W when the NNLS fallback
+runs); LLE works in bounded blocks and L-BFGS-B in sparse matrix–vector products.
 ``decision_function`` forms an n_test × n_train kernel block. Measured on yeast halves (1,208 ×
 103, 14 labels, one BLAS thread, shared 2-core machine): fit 0.9–2.2 s (19–44 IRWLS
 iterations), tracemalloc peak 43 MiB for fit + predict. On a bibtex half (3,697 × 1,836, 159
