@@ -693,7 +693,7 @@ def bench_ml2_whole() -> list[tuple]:
             total, peak, stages = _ml2_stage_times(run)
             parts = ", ".join(f"{stage} {t:.0f} s" for stage, t in stages.items())
             rows.append((f"ML2 fit+predict {name} half n={X_train.shape[0]} (2 threads)", total, goal, total / goal,
-                         f"≤ {goal:.0f} s; {parts}; peak {peak / 2**30:.1f} GiB (this process; not its workers)"))
+                         f"≤ {goal:.0f} s; {parts}; peak {peak / 2**30:.1f} GiB (this process; its QP workers share its M and P)"))
     return rows
 
 

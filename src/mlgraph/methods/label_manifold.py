@@ -137,7 +137,7 @@ runs); LLE works in bounded blocks and L-BFGS-B in sparse matrix–vector produc
 iterations), tracemalloc peak 43 MiB for fit + predict. On a bibtex half (3,697 × 1,836, 159
 labels; AMD EPYC, one BLAS thread): fit + predict 54–58 s (LLE 1.7 s, QPs 26 s, 42 IRWLS
 iterations 27 s) against 153–164 s for the code from before issue 15 (``make bench
-ARGS="--only ml2_before_issue15"``); with two BLAS threads (one trial in the runner) 34–36 s,
+ARGS="--only ml2_before_issue15"``); with two BLAS threads (one trial in the runner) 30–31 s,
 the labels' QPs in two worker processes. On a tmc2007-500 half (14,298 × 500, 22 labels, two
 BLAS threads): fit + predict 141 s (QPs 68 s in two worker processes, 12 IRWLS iterations 64 s
 with one Cholesky factorisation; 3.2 GiB traced peak), against 20.5 min for the code from
