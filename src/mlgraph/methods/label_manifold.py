@@ -586,7 +586,7 @@ def _in_workers(qp: "_QP", fn, parts: list, workers: int) -> list:
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_adopt, initargs=(qp,))
     try:
-        with warnings.catch_warnings():   # Python ≥ 3.12 warns of fork with threads (BLAS's): ours run no locks
+        with warnings.catch_warnings():   # Python ≥ 3.12 warns of any thread at a fork: OpenBLAS stops its own
             warnings.filterwarnings("ignore", r".*multi-threaded, use of fork\(\)", DeprecationWarning)
             futures = [pool.submit(fn, part) for part in parts]
         return [future.result() for future in futures]
