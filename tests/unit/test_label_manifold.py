@@ -163,6 +163,20 @@ def test_dense_labels_in_worker_processes_equal_all_at_once(monkeypatch):
     np.testing.assert_allclose(mu2, mu, rtol=1e-12, atol=1e-12)  # |μ| up to ~20: rounding
 
 
+def test_spawned_label_workers_receive_the_qp(monkeypatch):
+    """Where fork is not used (macOS, Windows) the workers are spawned and receive the QP
+    pickled: the same μ as the forked ones."""
+    from threadpoolctl import threadpool_limits
+
+    monkeypatch.setattr(label_manifold_module, "_SPLIT_WORK", 0)
+    W, Y, _ = _qp_problem(n=80, q=4, k=8, seed=3)
+    with threadpool_limits(2):
+        forked = label_manifold(W, Y)
+        monkeypatch.setattr(label_manifold_module, "_FORK", False)
+        spawned = label_manifold(W, Y)
+    np.testing.assert_array_equal(spawned, forked)
+
+
 def test_label_workers_die_with_an_interrupted_caller():
     """An exception in the caller while its label workers run (here SIGALRM's, standing for
     Ctrl-C or SIGTERM) kills them at once instead of waiting for their labels, and a worker

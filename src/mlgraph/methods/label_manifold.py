@@ -564,6 +564,7 @@ class _QP:
 
 
 _WORKER_QP: "_QP | None" = None     # in a worker process of _in_workers: the QPs it solves
+_FORK = sys.platform.startswith("linux")   # elsewhere fork is unsafe (macOS) or missing (Windows)
 
 
 def _adopt(qp: "_QP") -> None:
@@ -583,7 +584,7 @@ def _in_workers(qp: "_QP", fn, parts: list, workers: int) -> list:
     without a copy (loky workers each imported mlgraph, 1.5 s, and built M and P again, 2.1 s
     on a bibtex half). Elsewhere they are spawned and receive ``qp`` pickled. An exception or
     a signal in the parent kills them."""
-    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    context = multiprocessing.get_context("fork" if _FORK else "spawn")
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_adopt, initargs=(qp,))
     try:
         with warnings.catch_warnings():   # Python ≥ 3.12 warns of any thread at a fork: OpenBLAS stops its own
