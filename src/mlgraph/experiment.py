@@ -42,6 +42,7 @@ from mlgraph.signals import (
     deferred,
     die_of,
     die_with_parent,
+    end_worker_between_jobs,
     interrupts_raise,
     raise_pending,
     stop_workers,
@@ -207,11 +208,13 @@ def run_from_hydra(cfg: DictConfig) -> pd.DataFrame | None:
     multirun = hc.mode == RunMode.MULTIRUN
     if multirun:
         die_with_parent()  # a launcher's worker process ends with the sweep's main process
+        end_worker_between_jobs()
     parallel = multirun and ("joblib" in launcher or "submitit_local" in launcher)
     try:
-        return run_experiment(cfg, in_parallel_launcher=parallel, output_dir=hc.runtime.output_dir,
-                              launcher_jobs=concurrent_jobs(hc.launcher) if parallel else None,
-                              job=JobInfo.from_hydra(hc))
+        with interrupts_raise():  # from the job's first step: none of it may turn a signal into a result
+            return run_experiment(cfg, in_parallel_launcher=parallel, output_dir=hc.runtime.output_dir,
+                                  launcher_jobs=concurrent_jobs(hc.launcher) if parallel else None,
+                                  job=JobInfo.from_hydra(hc))
     except Interrupted as exc:
         if multirun:
             with deferred():

@@ -103,6 +103,20 @@ def die_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+def end_worker_between_jobs() -> None:
+    """In a launcher's worker process (joblib's loky workers, which run one job after another):
+    SIGTERM and SIGINT end the process at once, by their default actions, wherever a job's own
+    handlers (:func:`interrupts_raise`) are not set. loky turns an exception of a job, Ctrl-C's
+    KeyboardInterrupt included, into that job's result and serves the next job: a worker hit
+    by Ctrl-C between two jobs went on to start a run of the interrupted sweep, which its
+    executor then killed RUNNING. Not in a sweep's own process (the basic launcher runs its
+    jobs there), whose handlers close the sweep."""
+    if multiprocessing.parent_process() is None or threading.current_thread() is not threading.main_thread():
+        return
+    for s in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(s, signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def exit_conventionally():
     """Around a command's entry point: an :class:`Interrupted` that reaches it ends the process
