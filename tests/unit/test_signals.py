@@ -12,7 +12,10 @@ from mlgraph import signals
 
 def _job(signum: int, between_jobs: bool) -> None:
     """A launcher job in a loky worker: set the worker's handlers as a multirun job does
-    (``between_jobs``), then receive ``signum`` outside the job's own handlers."""
+    (``between_jobs``), then receive ``signum`` outside the job's own handlers. The worker
+    starts with Python's Ctrl-C handler, as under a sweep started from a terminal (one started
+    in the background inherits an ignored SIGINT)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if between_jobs:
         signals.end_worker_between_jobs()
     os.kill(os.getpid(), signum)
