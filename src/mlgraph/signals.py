@@ -108,8 +108,8 @@ def end_worker_between_jobs() -> None:
     SIGTERM and SIGINT end the process at once, by their default actions, wherever a job's own
     handlers (:func:`interrupts_raise`) are not set. loky turns an exception of a job, Ctrl-C's
     KeyboardInterrupt included, into that job's result and serves the next job: a worker hit
-    by Ctrl-C between two jobs went on to start a run of the interrupted sweep, which its
-    executor then killed RUNNING. Not in a sweep's own process (the basic launcher runs its
+    by Ctrl-C between two jobs could go on to start a run of the interrupted sweep, which the
+    executor's teardown could then kill RUNNING. Not in a sweep's own process (the basic launcher runs its
     jobs there), whose handlers close the sweep."""
     if multiprocessing.parent_process() is None or threading.current_thread() is not threading.main_thread():
         return
