@@ -7,6 +7,7 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.base import clone
 from sklearn.kernel_ridge import KernelRidge
 
+import mlgraph.methods.manifold as manifold
 from mlgraph.graphs import build_graph, laplacian
 from mlgraph.methods import MLMR, MLMRRW
 
@@ -167,8 +168,6 @@ def test_mixed_precision_is_as_accurate_as_double_on_an_ill_conditioned_system(n
 
 
 def test_test_kernel_in_blocks_equals_one_block(monkeypatch):
-    import mlgraph.methods.manifold as manifold
-
     X, Y, X_test = _problem(seed=7)
     est = MLMRRW(sigma=2.0).fit(X, Y)
     whole = est.decision_function(X_test)
@@ -189,12 +188,13 @@ def test_nystrom_with_every_point_a_landmark_is_exact():
     np.testing.assert_allclose(nys.decision_function(X_test), exact.decision_function(X_test), rtol=1e-7, atol=1e-9)
 
 
-def test_nystrom_is_the_exact_solution_for_the_nystrom_kernel():
+@pytest.mark.parametrize("landmarks", ["kmeans", "random"])
+def test_nystrom_is_the_exact_solution_for_the_nystrom_kernel(landmarks):
     """With m < n landmarks the model is Eq. 19–20 with K̃ = K_nm K_mm⁻¹ K_mn in place of K,
     solved here densely by scipy (no Woodbury), and K̃_e = K_em K_mm⁻¹ K_mn for test points."""
     X, Y, X_test = _problem(n=90, seed=9)
     est = MLMRRW(gamma_A=0.02, gamma_I=5.0, nu1=1.0, nu2=0.3, sigma=3.0, solver="nystrom",
-                 n_landmarks=30, random_state=4).fit(X, Y)
+                 n_landmarks=30, random_state=4, landmarks=landmarks).fit(X, Y)
     Xs, Xt, P = _standardise(est, X), _standardise(est, X_test), est.X_fit_
     assert len(P) == 30
     k = lambda A, B: np.exp(-((A[:, None, :] - B[None, :, :]) ** 2).sum(-1) / (2 * est.sigma_**2))
@@ -208,6 +208,38 @@ def test_nystrom_is_the_exact_solution_for_the_nystrom_kernel():
     theta = scipy.linalg.solve(A, np.where(lab[:, None], 2.0 * Y - 1, 0.0))
     np.testing.assert_allclose(est.decision_function(X_test), Ke @ Xi @ theta, rtol=1e-6, atol=1e-8)
     assert 0 < est.solver_report_["kernel_trace_error"] < 1
+
+
+def test_nystrom_landmarks_are_kmeans_centres_or_training_points():
+    """``landmarks="kmeans"``: the centres of scikit-learn's k-means of the standardised training
+    points from k-means++ seeds (same seed, same centres); ``"random"``: distinct training
+    points."""
+    from sklearn.cluster import KMeans, kmeans_plusplus
+
+    X, Y, _ = _problem(n=90, seed=10)
+    params = dict(solver="nystrom", n_landmarks=12, random_state=3)
+    est = MLMRRW(**params).fit(X, Y)
+    Xs = _standardise(est, X)
+    seeds, _ = kmeans_plusplus(Xs, 12, n_local_trials=1, random_state=3)
+    centres = KMeans(12, init=seeds, n_init=1, max_iter=manifold._KMEANS_ITER).fit(Xs).cluster_centers_
+    np.testing.assert_array_equal(est.X_fit_, centres)
+    drawn = MLMRRW(**params, landmarks="random").fit(X, Y).X_fit_
+    assert len(np.unique(drawn, axis=0)) == 12
+    assert (np.abs(Xs[:, None, :] - drawn[None]).max(axis=2) == 0).any(axis=0).all()
+
+
+def test_kmeans_landmarks_approximate_a_clustered_kernel_better_than_random_points():
+    """Five tight clusters and five landmarks: the k-means centres cover every cluster (D²
+    seeding), where a random draw of five points leaves some cluster without one (kernel trace
+    error)."""
+    rng = np.random.default_rng(0)
+    centres = 10.0 * rng.normal(size=(5, 4))
+    X = np.repeat(centres, 40, axis=0) + 0.1 * rng.normal(size=(200, 4))
+    Y = (X[:, :2] > 0).astype(np.int8)
+    Y[::2] = -1
+    errors = {rule: MLMRRW(solver="nystrom", n_landmarks=5, sigma=1.0, landmarks=rule).fit(X, Y)
+              .solver_report_["kernel_trace_error"] for rule in ("kmeans", "random")}
+    assert errors["kmeans"] < 0.05 < errors["random"]
 
 
 def test_median_heuristic_sigma_and_scale():
@@ -230,7 +262,7 @@ def test_same_seed_same_numbers_and_clone():
     ({"nu2": -0.1}, "nu2"), ({"nu1": 0.0}, "nu1"), ({"sigma": 0.0}, "sigma"),
     ({"sigma": -1.0}, "sigma"), ({"gamma_A": 0.0}, "gamma_A"), ({"gamma_I": -1.0}, "gamma_I"),
     ({"graph": "full"}, "graph"), ({"weights": "cosine"}, "weights"),
-    ({"solver": "cg"}, "solver"), ({"n_landmarks": 0}, "n_landmarks"),
+    ({"solver": "cg"}, "solver"), ({"n_landmarks": 0}, "n_landmarks"), ({"landmarks": "grid"}, "landmarks"),
 ])
 def test_bad_parameters_are_named(params, name):
     X, Y, _ = _problem()

@@ -38,16 +38,21 @@ Solvers (parameter ``solver``):
   and those of the scores, go through scipy's BLAS, the library of the factorisation
   (:func:`mlgraph.graphs.kernels.matmul`).
 - ``"nystrom"`` is an **approximation** that scales linearly in n: K is replaced by its Nyström
-  approximation K̃ = Φ Φᵀ from ``n_landmarks`` training points drawn at random (Φ = K_nm U Λ^-½
-  from the eigenvectors of K_mm, eigenvalues below 1e-10·λ_max dropped), in Eq. 19 and in Eq. 20
-  alike. Eq. 19 with K̃ is then solved exactly by the Woodbury identity: with
+  approximation K̃ = Φ Φᵀ from ``n_landmarks`` landmark points (Φ = K_nm U Λ^-½ from the
+  eigenvectors of K_mm, eigenvalues below 1e-10·λ_max dropped), in Eq. 19 and in Eq. 20 alike.
+  The landmarks (``landmarks``) are by default the centres of a k-means clustering of the
+  training points (Zhang, Tsang & Kwok, ICML 2008: the Nyström error is bounded by the
+  k-means quantisation error), :func:`_kmeans_landmarks`; ``"random"`` draws them from the
+  training points. On tmc2007-500 (8,000 training rows, half labelled; two splits × two
+  seeds) with 1,000 landmarks the centres put average precision 0.0008–0.0025 below the exact
+  solver's, random points 0.005–0.008 (0.002–0.006 with 2,000), for about 1.2 s more. Eq. 19 with K̃ is then solved exactly by the Woodbury identity: with
   S = λI + Φᵀ Ξ M Φ (r×r, r ≤ m), Φᵀ Ξ Θ = S⁻¹ Φᵀ Ξ Y and F̃ = Φ_e S⁻¹ Φᵀ Ξ Y. Φ is never
   formed: Φᵀ Ξ M Φ = Tᵀ (K_mn Ξ M K_nm) T with T = U Λ^-½, accumulated over row blocks of K_nm.
   The fit costs O(n m (d + m)) time and one n×m matrix of memory, plus the graph's neighbour
   search (scikit-learn's ``NearestNeighbors`` for kNN: trees in low dimension, otherwise brute
   force in chunks, never an n×n matrix); a prediction needs the kernel to the m landmarks only.
-  With every training point a landmark (``n_landmarks ≥ n``) and K of full numerical rank it is
-  the exact solution.
+  With every training point a landmark (``n_landmarks ≥ n``, either rule) and K of full
+  numerical rank it is the exact solution.
 
 ``solver_report_`` records the solver (and the exact solver's factorisation), the landmarks and
 rank used, the Nyström kernel's relative trace error 1 − tr(K̃)/tr(K) (0 for the exact solver;
@@ -85,6 +90,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator
+from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
 
@@ -104,6 +110,9 @@ from mlgraph.methods.base import (
 
 SOLVERS = ("exact", "nystrom")
 PRECISIONS = ("mixed", "double")
+LANDMARKS = ("kmeans", "random")
+# Lloyd iterations of the k-means landmarks (_kmeans_landmarks).
+_KMEANS_ITER = 5
 # Elements of one block of the test kernel in decision_function (bounds its memory).
 _KERNEL_BLOCK = 1 << 24
 # Rows per sparse-times-dense product while assembling (bounds the temporaries).
@@ -219,6 +228,16 @@ def _refined_solve(build, factorise, solve, apply, target: np.ndarray) -> tuple[
     return None, _REFINE_STEPS
 
 
+def _kmeans_landmarks(Xs: np.ndarray, m: int, random_state) -> np.ndarray:
+    """m Nyström landmarks: k-means++ seeds (D² sampling, one candidate per centre, one pass
+    over the data per centre batch) moved by ``_KMEANS_ITER`` Lloyd iterations. On tmc2007-500
+    (8,000 rows, 1,000 centres) scikit-learn's default seeding, which tries 2 + ln m candidates
+    per centre, cost 1.5 s more for the same average precision, and 10 or 20 iterations gave the
+    same as 5; seeds drawn uniformly were as cheap but can leave a cluster without a centre."""
+    seeds, _ = kmeans_plusplus(Xs, m, n_local_trials=1, random_state=random_state)
+    return KMeans(m, init=seeds, n_init=1, max_iter=_KMEANS_ITER).fit(Xs).cluster_centers_
+
+
 def _every_component_labelled(W: sp.csr_matrix, labelled: np.ndarray) -> bool:
     """Whether M = Ψ + (lγ_I/n²) L is positive definite: every connected component of the graph
     (edges of non-zero weight) holds a labelled point."""
@@ -240,12 +259,13 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         "weights": (lambda v: v in WEIGHTS, f"one of {WEIGHTS} (Eq. 10 as printed, or U∘B)"),
         "solver": (lambda v: v in SOLVERS, f"one of {SOLVERS} (LU of Eq. 19, or its Nyström approximation)"),
         "n_landmarks": (positive_int, "a positive integer (Nyström landmarks)"),
+        "landmarks": (lambda v: v in LANDMARKS, f"one of {LANDMARKS} (k-means centres or random training points)"),
         "precision": (lambda v: v in PRECISIONS, f"one of {PRECISIONS} (factorisation of the exact solver)"),
     }
 
     def __init__(self, gamma_A=1e-2, gamma_I=1.0, sigma=None, sigma_scale=1.0, graph="knn",
                  k=10, eps=None, b=None, weights="distance", random_state=0, memory=None,
-                 solver="exact", n_landmarks=1000, precision="mixed"):
+                 solver="exact", n_landmarks=1000, precision="mixed", landmarks="kmeans"):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.sigma = sigma
@@ -260,6 +280,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         self.solver = solver
         self.n_landmarks = n_landmarks
         self.precision = precision
+        self.landmarks = landmarks
 
     def _reliance_weights(self, labelled: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -367,8 +388,10 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         n = Xs.shape[0]
         M, rows = self._system_rows(self._graph(Xs, None), labelled)
         rng = np.random.default_rng(self.random_state)
-        landmarks = np.sort(rng.choice(n, min(n, self.n_landmarks), replace=False))
-        P = Xs[landmarks]
+        if self.landmarks == "random" or self.n_landmarks >= n:                 # every point when m ≥ n
+            P = Xs[np.sort(rng.choice(n, min(n, self.n_landmarks), replace=False))]
+        else:
+            P = _kmeans_landmarks(Xs, self.n_landmarks, self.random_state)
         evals, evecs = scipy.linalg.eigh(gaussian_kernel(P, sigma=self.sigma_))
         keep = evals > 1e-10 * evals[-1]
         T = evecs[:, keep] / np.sqrt(evals[keep])                              # Φ = K_nm T
@@ -430,11 +453,11 @@ class MLMRRW(_ManifoldRegularization):
 
     def __init__(self, gamma_A=1e-2, gamma_I=1.0, sigma=None, sigma_scale=1.0, graph="knn",
                  k=10, eps=None, b=None, weights="distance", random_state=0, memory=None,
-                 solver="exact", n_landmarks=1000, precision="mixed", nu1=1.0, nu2=0.1):
+                 solver="exact", n_landmarks=1000, precision="mixed", landmarks="kmeans", nu1=1.0, nu2=0.1):
         super().__init__(gamma_A=gamma_A, gamma_I=gamma_I, sigma=sigma, sigma_scale=sigma_scale,
                          graph=graph, k=k, eps=eps, b=b, weights=weights, random_state=random_state,
                          memory=memory, solver=solver, n_landmarks=n_landmarks,
-                         precision=precision)
+                         precision=precision, landmarks=landmarks)
         self.nu1 = nu1
         self.nu2 = nu2
 
