@@ -45,7 +45,8 @@ Solvers (parameter ``solver``):
   k-means quantisation error), :func:`_kmeans_landmarks`; ``"random"`` draws them from the
   training points. On tmc2007-500 (8,000 training rows, half labelled; two splits × two
   seeds) with 1,000 landmarks the centres put average precision 0.0008–0.0025 below the exact
-  solver's, random points 0.005–0.008 (0.002–0.006 with 2,000), for about 1.2 s more. Eq. 19 with K̃ is then solved exactly by the Woodbury identity: with
+  solver's, random points 0.005–0.008 (0.002–0.006 with 2,000), for about 1.2 s more.
+  Eq. 19 with K̃ is then solved exactly by the Woodbury identity: with
   S = λI + Φᵀ Ξ M Φ (r×r, r ≤ m), Φᵀ Ξ Θ = S⁻¹ Φᵀ Ξ Y and F̃ = Φ_e S⁻¹ Φᵀ Ξ Y. Φ is never
   formed: Φᵀ Ξ M Φ = Tᵀ (K_mn Ξ M K_nm) T with T = U Λ^-½, accumulated over row blocks of K_nm.
   The fit costs O(n m (d + m)) time and one n×m matrix of memory, plus the graph's neighbour
@@ -229,8 +230,8 @@ def _refined_solve(build, factorise, solve, apply, target: np.ndarray) -> tuple[
 
 
 def _kmeans_landmarks(Xs: np.ndarray, m: int, random_state) -> np.ndarray:
-    """m Nyström landmarks: k-means++ seeds (D² sampling, one candidate per centre, one pass
-    over the data per centre batch) moved by ``_KMEANS_ITER`` Lloyd iterations. On tmc2007-500
+    """m Nyström landmarks: k-means++ seeds (D² sampling with one candidate per centre, the work
+    of one Lloyd iteration) moved by ``_KMEANS_ITER`` Lloyd iterations. On tmc2007-500
     (8,000 rows, 1,000 centres) scikit-learn's default seeding, which tries 2 + ln m candidates
     per centre, cost 1.5 s more for the same average precision, and 10 or 20 iterations gave the
     same as 5; seeds drawn uniformly were as cheap but can leave a cluster without a centre."""
