@@ -792,6 +792,41 @@ def bench_ml2_before_issue15(repeats: int = 2) -> list[tuple]:
              f"{target}, as the runner runs one trial then and now")]
 
 
+_THREAD_CASES = (("yeast", ("mlknn", "gfhf", "lgc", "fsksc", "sswl", "mlmr", "mlmrrw", "mlrbf", "ml2")),
+                 ("frequency_gender", ("dsml", "independent")))
+
+
+def bench_threads() -> list[tuple]:
+    """One trial of each method as the runner runs it (``_run_one``: fit, scores, metrics) with
+    two BLAS threads against one, interleaved, best of 3: the runner gives a lone trial, or a
+    sweep job with spare cores, every core, so two threads must never be slower (methods of
+    many small products that alternate between numpy's and scipy's BLAS were, 1.5–2.6×, until
+    they ran on one). Paper 000's methods on yeast at rate 50 %, paper 001's on
+    frequency_gender (first fold)."""
+    from hydra import compose, initialize_config_dir
+
+    from mlgraph.experiment import prepare
+    from mlgraph.runner import _run_one
+
+    rows = []
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf)):
+        for dataset, methods in _THREAD_CASES:
+            for method in methods:
+                cfg = compose("config", overrides=[f"method={method}", f"dataset={dataset}", "graph_cache=null"])
+                plan = prepare(cfg, False, None)
+                trial = next((t for t in plan.trials if abs(t.rate - 0.5) < 1e-9), plan.trials[0])
+
+                def one(threads: int) -> Callable[[], dict]:
+                    return lambda: _run_one(plan.estimator, plan.data.X, plan.data.Y, trial, plan.metrics,
+                                            threads, plan.evaluation)
+
+                res = _interleaved({"1": one(1), "2": one(2)}, 3)
+                rows.append((f"{method} on {dataset}: 2 BLAS threads ÷ 1", res["2"][0], res["1"][0],
+                             res["2"][0] / res["1"][0], "≤ 1: two threads never slower"))
+    return rows
+
+
 def bench_dsml() -> list[tuple]:
     """DSML (paper 001) training, T = 10, on a five-fold training split of frequency_gender,
     against Independent Decomposition (one RBF network per label set) on the same split. DSML
@@ -895,7 +930,7 @@ BENCHES = {"mlmrrw_vs_lu": bench_mlmrrw_vs_lu, "mlmrrw_nystrom": bench_mlmrrw_ny
            "mlknn_vs_skmultilearn": bench_mlknn_vs_skmultilearn, "sswl": bench_sswl,
            "comparison_yeast": bench_comparison_yeast, "paper000_protocol": bench_paper000_protocol,
            "gmba": bench_gmba_ranking, "ml2": bench_ml2, "ml2_whole": bench_ml2_whole,
-           "ml2_before_issue15": bench_ml2_before_issue15, "dsml": bench_dsml}
+           "ml2_before_issue15": bench_ml2_before_issue15, "dsml": bench_dsml, "threads": bench_threads}
 
 
 def main(argv: list[str] | None = None) -> None:

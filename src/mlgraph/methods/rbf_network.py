@@ -54,6 +54,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, column_or_1d
 
 from mlgraph.graphs import squared_distances
+from mlgraph.graphs.kernels import on_one_blas_thread
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
     ScoreThresholdMixin,
@@ -188,6 +189,7 @@ class RBFNetwork(ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.random_state = random_state
 
+    @on_one_blas_thread
     def fit(self, X, y, sample_weight=None):
         """Fit on (X, y); ``sample_weight`` (non-negative, not all 0) weights every stage."""
         check_params(self, self._rules)
@@ -215,6 +217,7 @@ class RBFNetwork(ClassifierMixin, BaseEstimator):
         self.coef_ = weighted_least_squares(rbf_design(Xs, self.centres_, self.sigma_), T, w, self.ridge)
         return self
 
+    @on_one_blas_thread
     def decision_function(self, X) -> np.ndarray:
         """Network outputs, n × n_classes (columns in the order of ``classes_``)."""
         check_is_fitted(self, "coef_")
@@ -269,6 +272,7 @@ class MLRBF(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.random_state = random_state
 
+    @on_one_blas_thread
     def fit(self, X, Y):
         """Fit on the labelled rows of (X, Y)."""
         check_params(self, self._rules)
@@ -299,6 +303,7 @@ class MLRBF(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         self.n_labels_ = Y.shape[1]
         return self
 
+    @on_one_blas_thread
     def decision_function(self, X) -> np.ndarray:
         """Real-valued outputs, n × q (higher = more relevant)."""
         check_is_fitted(self, "coef_")

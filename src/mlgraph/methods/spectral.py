@@ -74,6 +74,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.graphs import gaussian_kernel, median_sigma
+from mlgraph.graphs.kernels import on_one_blas_thread
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
     ScoreThresholdMixin,
@@ -206,6 +207,7 @@ class MLFSKSC(ScoreThresholdMixin, MultiLabelClassifierMixin, TransformerMixin, 
         self.eig_tol = eig_tol
         self.random_state = random_state
 
+    @on_one_blas_thread
     def fit(self, X, Y):
         """Fit on all training points; rows of ``Y`` equal to −1 are unlabelled."""
         check_params(self, self._rules)
@@ -231,6 +233,7 @@ class MLFSKSC(ScoreThresholdMixin, MultiLabelClassifierMixin, TransformerMixin, 
         self.n_labelled_ = int(labelled.sum())
         return self
 
+    @on_one_blas_thread
     def transform(self, X) -> np.ndarray:
         """Nyström features φ̂(x) = (U Λ^-½)ᵀ k_m(x) of new points."""
         check_is_fitted(self, "coef_")
@@ -238,6 +241,7 @@ class MLFSKSC(ScoreThresholdMixin, MultiLabelClassifierMixin, TransformerMixin, 
         Xs = (X - self.mean_) / self.scale_
         return gaussian_kernel(Xs, self.prototypes_, sigma=self.sigma_) @ self.components_
 
+    @on_one_blas_thread
     def decision_function(self, X) -> np.ndarray:
         """Label scores e_l(x) = φ̂(x)ᵀw_l + b_l, one column per label."""
         return self.transform(X) @ self.coef_ + self.intercept_

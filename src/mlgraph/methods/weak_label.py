@@ -121,6 +121,7 @@ from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
 
+from mlgraph.graphs.kernels import on_one_blas_thread
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
     ScoreThresholdMixin,
@@ -456,6 +457,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         return _SSWLProblem(A, P, U, self.graph_, self.alpha, self.beta, self.zeta,
                             self.label_similarity)
 
+    @on_one_blas_thread
     def fit(self, X, Y):
         """Fit on all training points; rows of ``Y`` equal to −1 are unlabelled."""
         prob = self._problem(X, Y)
@@ -484,6 +486,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         out[np.append(self.active_, True)] = W
         return out
 
+    @on_one_blas_thread
     def decision_function(self, X) -> np.ndarray:
         """Real-valued scores [X_s, 1] W of the first model (used for ranking)."""
         check_is_fitted(self, "coef_")
