@@ -15,10 +15,8 @@ done in an interrupted run can be passed back in and are not run again.
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import os
-import sys
 import time
 import traceback
 import warnings
@@ -31,9 +29,9 @@ import pandas as pd
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.base import clone
-from threadpoolctl import ThreadpoolController
 from tqdm.auto import tqdm
 
+from mlgraph.graphs.kernels import thread_pools
 from mlgraph.metrics import DUAL_SET_METRICS, METRICS, evaluate, evaluate_dual_set
 from mlgraph.protocols import Trial, rate_step
 from mlgraph.signals import die_with_parent, stop_workers
@@ -116,14 +114,6 @@ def _solver_report(model) -> dict:
             if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)}
 
 
-@functools.lru_cache(maxsize=1)
-def _threadpools(n_modules: int) -> ThreadpoolController:
-    """The process's BLAS and OpenMP libraries, found again only once more modules are loaded
-    (which is how new ones come in): ``threadpool_limits`` scans every shared library at each
-    call, some 10 ms per trial."""
-    return ThreadpoolController()
-
-
 def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int, evaluation: dict) -> dict:
     die_with_parent()  # a worker whose job is killed, even by SIGKILL, goes with it
     row = {"rate": trial.rate, "step": trial.step, "repetition": trial.repetition,
@@ -131,7 +121,7 @@ def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int, evaluati
            "n_test": len(trial.test), "status": "ok", "error": ""}
     try:
         # undefined F1 terms are counted per trial (n_degenerate_labels) and warned once per run
-        with _threadpools(len(sys.modules)).limit(limits=blas_threads), warnings.catch_warnings():
+        with thread_pools().limit(limits=blas_threads), warnings.catch_warnings():
             warnings.filterwarnings("ignore", module="mlgraph.metrics")
             model = clone(estimator)
             if getattr(model, "transductive", False):

@@ -3,13 +3,12 @@ stores copied from a migrated template, BLAS limits without a library scan per t
 
 import contextlib
 import sqlite3
-import sys
 
 import mlflow
 from threadpoolctl import threadpool_info
 
 from mlgraph import tracking
-from mlgraph.runner import _threadpools
+from mlgraph.graphs.kernels import thread_pools
 
 
 def schema(db):
@@ -56,6 +55,6 @@ def test_blas_limits_apply_and_are_restored():
     import scipy.linalg  # noqa: F401  (loads the BLAS)
 
     before = [i["num_threads"] for i in threadpool_info()]
-    with _threadpools(len(sys.modules)).limit(limits=1):
+    with thread_pools().limit(limits=1):
         assert all(i["num_threads"] == 1 for i in threadpool_info())
     assert [i["num_threads"] for i in threadpool_info()] == before

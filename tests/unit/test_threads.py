@@ -1,6 +1,5 @@
 """BLAS threads: estimators made of small products that alternate between numpy's and scipy's
-BLAS run them on one thread whatever the caller allows (two threads made them 1.5–2.6× slower,
-ML-FSKSC 2×;
+BLAS run them on one thread whatever the caller allows (two threads made them 1.5–2.6× slower;
 ``make bench ARGS="--only threads"`` measures it), and the limit is undone afterwards."""
 
 import inspect

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
@@ -58,22 +59,22 @@ def as_float_matrix(A: np.ndarray, name: str) -> np.ndarray:
     return A
 
 
-def _controller() -> ThreadpoolController:
-    """This process's thread pools, found once (``threadpool_limits`` scans every loaded
-    library at each call, about 10 ms); numpy's and scipy's BLAS are loaded with this module."""
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER
+def thread_pools() -> ThreadpoolController:
+    """This process's BLAS and OpenMP thread pools, found again only once more modules are
+    loaded (which is how new libraries come in): ``threadpool_limits`` scans every shared
+    library at each call, about 10 ms."""
+    return _thread_pools(len(sys.modules))
 
 
-_CONTROLLER: ThreadpoolController | None = None
+@functools.lru_cache(maxsize=1)
+def _thread_pools(n_modules: int) -> ThreadpoolController:
+    return ThreadpoolController()
 
 
 def blas_threads() -> int:
     """Threads the BLAS may use in this process (the runner caps them per trial); the
     elementwise and sparse passes over n x n matrices use as many."""
-    counts = [lib.num_threads for lib in _controller().select(user_api="blas").lib_controllers]
+    counts = [lib.num_threads for lib in thread_pools().select(user_api="blas").lib_controllers]
     return max(1, min(counts, default=1))
 
 
@@ -81,7 +82,7 @@ def one_blas_thread():
     """A context in which the BLAS libraries run on one thread: for a small product in one
     library between large ones in the other, whose idle threads still spin (:func:`matmul`);
     more threads would only contend with them."""
-    return _controller().limit(limits=1, user_api="blas")
+    return thread_pools().limit(limits=1, user_api="blas")
 
 
 def on_one_blas_thread(method: Callable) -> Callable:
