@@ -32,8 +32,9 @@ test-ui: $(STAMP)  ## the README's MLflow UI path in headless Chromium (installs
 	scripts/install-chromium.sh
 	$(BIN)/python -m pytest -m ui tests/ui
 
-lint: $(STAMP)  ## pyflakes-level checks and import order (ruff)
-	$(BIN)/ruff check src tests
+lint: $(STAMP)  ## ruff: lint (pyflakes, bugbear, pyupgrade, import order) and format check
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 
 run: $(STAMP)  ## the main job: ML-MRRW on yeast under paper 000's protocol
 	$(BIN)/python -m run method=mlmrrw dataset=yeast $(ARGS)
@@ -45,7 +46,7 @@ ui: $(STAMP)  ## MLflow UI on the local store
 
 bench: $(STAMP)  ## speed and overhead ratios, measured in one run (adds the reference libraries)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
-	$(BIN)/python -m mlgraph.bench $(ARGS)
+	$(BIN)/python benchmarks/bench.py $(ARGS)
 
 sweep-reliance: $(STAMP)  ## reliance-weight grid (ν1, ν2) on yeast, parallel Hydra jobs
 	$(BIN)/python -m run -m experiment=reliance_weight $(ARGS)
@@ -67,7 +68,7 @@ report: $(STAMP)  ## figures and Friedman/post-hoc tables of a comparison, read 
 clean:  ## remove run outputs (keeps the MLflow store)
 	rm -rf $(OUT)/runs $(OUT)/multiruns
 
-# Services of issue 12 on this machine (root, apt-get; state in $MLGRAPH_SERVICES_DIR, default
+# The cluster services on this machine (root, apt-get; state in $MLGRAPH_SERVICES_DIR, default
 # /tmp/mlgraph-services). See README, "On a SLURM cluster with a team server".
 slurm-up:  ## one-node SLURM cluster (munged, slurmdbd, slurmctld, slurmd), installs slurm-wlm if missing
 	bash scripts/slurm-up.sh

@@ -49,8 +49,16 @@ _PACKAGE = Path(__file__).resolve().parent
 _SPARSE = ("csr_matrix", "csc_matrix", "csr_array", "csc_array")
 _META = "__meta__"
 # What reading a damaged or foreign file can raise: each means "recompute".
-_UNREADABLE = (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile,
-               zlib.error)
+_UNREADABLE = (
+    OSError,
+    EOFError,
+    ValueError,
+    KeyError,
+    TypeError,
+    AttributeError,
+    zipfile.BadZipFile,
+    zlib.error,
+)
 
 
 def cache_folder(memory) -> Path | None:
@@ -119,7 +127,12 @@ def _versions() -> dict[str, str]:
         own = importlib.metadata.version("mlgraph")
     except importlib.metadata.PackageNotFoundError:  # run from a source tree: the source hash decides
         own = "unknown"
-    return {"mlgraph": own, "numpy": np.__version__, "scipy": scipy.__version__, "sklearn": sklearn.__version__}
+    return {
+        "mlgraph": own,
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "sklearn": sklearn.__version__,
+    }
 
 
 def _array_digest(a: np.ndarray) -> str:
@@ -135,16 +148,21 @@ def _content(value) -> dict:
     if isinstance(value, np.ndarray):
         return {"array": _array_digest(value)}
     if sp.issparse(value) and value.format in ("csr", "csc"):
-        return {"format": value.format, "shape": list(value.shape),
-                **{part: _array_digest(getattr(value, part)) for part in ("data", "indices", "indptr")}}
+        return {
+            "format": value.format,
+            "shape": list(value.shape),
+            **{part: _array_digest(getattr(value, part)) for part in ("data", "indices", "indptr")},
+        }
     raise TypeError(f"cache: inputs must be numpy arrays or CSR/CSC matrices, got {type(value).__name__}")
 
 
 def _json_default(value):
     if isinstance(value, np.generic):
         return value.item()
-    raise TypeError(f"cache: parameter value {value!r} ({type(value).__name__}) cannot be part of a "
-                    "cache key; use numbers, strings, booleans, None or lists of them")
+    raise TypeError(
+        f"cache: parameter value {value!r} ({type(value).__name__}) cannot be part of a "
+        "cache key; use numbers, strings, booleans, None or lists of them"
+    )
 
 
 def _canonical(obj) -> str:
@@ -153,10 +171,18 @@ def _canonical(obj) -> str:
 
 def entry_key(namespace: str, inputs: dict, params: dict, module: str) -> str:
     """Key of the entry computed by ``module`` from ``inputs`` (arrays) and ``params`` (JSON)."""
-    return hashlib.sha256(_canonical({
-        "format": FORMAT, "namespace": namespace, "versions": _versions(), "source": source_hash(module),
-        "params": params, "inputs": {name: _content(v) for name, v in inputs.items()},
-    }).encode()).hexdigest()
+    return hashlib.sha256(
+        _canonical(
+            {
+                "format": FORMAT,
+                "namespace": namespace,
+                "versions": _versions(),
+                "source": source_hash(module),
+                "params": params,
+                "inputs": {name: _content(v) for name, v in inputs.items()},
+            }
+        ).encode()
+    ).hexdigest()
 
 
 # ------------------------------------------------------------------------------ entries
@@ -175,8 +201,10 @@ def _encode(fields: dict) -> tuple[dict, dict]:
             kinds[name] = {"kind": type(value).__name__, "shape": list(value.shape)}
             arrays.update({f"{name}.{p}": getattr(value, p) for p in ("data", "indices", "indptr")})
         else:
-            raise TypeError(f"cache: result {name!r} of type {type(value).__name__} cannot be stored "
-                            "without pickle (arrays, CSR/CSC matrices and JSON scalars can)")
+            raise TypeError(
+                f"cache: result {name!r} of type {type(value).__name__} cannot be stored "
+                "without pickle (arrays, CSR/CSC matrices and JSON scalars can)"
+            )
     return arrays, kinds
 
 
@@ -207,8 +235,9 @@ def _read(path: Path, key: str) -> dict | None:
                 elif kind in ("array", "scalar"):
                     fields[name] = stored[name][()] if kind == "scalar" else stored[name]
                 else:
-                    fields[name] = _sparse(kind, spec["shape"], *(stored[f"{name}.{p}"]
-                                                                  for p in ("data", "indices", "indptr")))
+                    fields[name] = _sparse(
+                        kind, spec["shape"], *(stored[f"{name}.{p}"] for p in ("data", "indices", "indptr"))
+                    )
             return fields
     except _UNREADABLE:  # missing (FileNotFoundError is an OSError), damaged or foreign
         return None
@@ -232,8 +261,9 @@ def _write(path: Path, key: str, fields: dict, provenance: dict) -> None:
         raise
 
 
-def cached(memory, namespace: str, compute: Callable[[], dict], *, inputs: dict, params: dict,
-           module: str) -> dict:
+def cached(
+    memory, namespace: str, compute: Callable[[], dict], *, inputs: dict, params: dict, module: str
+) -> dict:
     """``compute()`` (a dict of arrays, CSR/CSC matrices and JSON scalars) through the cache in
     folder ``memory`` (see :func:`cache_folder`; None computes directly).
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
-from typing import Callable
 
 CONFIG_DIR = Path(__file__).resolve().parent / "conf"
 
@@ -45,17 +45,22 @@ def hydra_main(task: Callable, argv: list[str], name: str) -> None:
     import mlgraph.tracking  # noqa: F401  (registers the abspath resolver used by the config)
 
     # a preset may put `run` into MULTIRUN mode; the other commands read one config, once
-    single = ["hydra.mode=RUN"] if name != "run" and not any(a.startswith("-sc") or a.startswith("--shell")
-                                                             for a in argv) else []
+    single = (
+        ["hydra.mode=RUN"]
+        if name != "run" and not any(a.startswith(("-sc", "--shell")) for a in argv)
+        else []
+    )
     sys.argv = [sys.argv[0], *argv, f"hydra.job.name={name}", f"hydra/help={name}", *single]
     hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")(task)()
 
 
 def usage() -> str:
     rows = "\n".join(f"  {name:<8} {summary}" for name, (_, summary) in COMMANDS.items())
-    return (f"usage: mlgraph COMMAND [ARGS...]   (or python -m mlgraph COMMAND ...)\n\ncommands:\n{rows}\n\n"
-            "`mlgraph COMMAND --help` lists a command's config groups and options.\n"
-            "Shell completion (bash): eval \"$(mlgraph -sc install=bash)\"")
+    return (
+        f"usage: mlgraph COMMAND [ARGS...]   (or python -m mlgraph COMMAND ...)\n\ncommands:\n{rows}\n\n"
+        "`mlgraph COMMAND --help` lists a command's config groups and options.\n"
+        'Shell completion (bash): eval "$(mlgraph -sc install=bash)"'
+    )
 
 
 def complete(argv: list[str]) -> None:

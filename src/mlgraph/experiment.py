@@ -92,8 +92,10 @@ def load_from_config(dataset: DictConfig, protocol: DictConfig | None = None):
     fixed = protocol is not None and uses_fixed_split(protocol)
     if "_target_" in fields:  # the config's `name` labels runs; a loader may or may not take it
         if fixed:
-            raise ValueError(f"protocol=fixed evaluates a MULAN dataset's published train/test files; "
-                             f"dataset {fields.get('name')!r} has none (use protocol=cv5 or halves)")
+            raise ValueError(
+                f"protocol=fixed evaluates a MULAN dataset's published train/test files; "
+                f"dataset {fields.get('name')!r} has none (use protocol=cv5 or halves)"
+            )
         loader = get_method(fields["_target_"])
         if "name" not in inspect.signature(loader).parameters:
             fields.pop("name", None)
@@ -137,8 +139,14 @@ def round_curves(table: pd.DataFrame) -> pd.DataFrame:
     columns = [c for c in ok.columns if "@" in c]
     if not columns:
         return pd.DataFrame()
-    long = ok[columns].melt(var_name="key").assign(
-        metric=lambda d: d.key.str.split("@").str[0], round=lambda d: d.key.str.split("@").str[1].astype(int))
+    long = (
+        ok[columns]
+        .melt(var_name="key")
+        .assign(
+            metric=lambda d: d.key.str.split("@").str[0],
+            round=lambda d: d.key.str.split("@").str[1].astype(int),
+        )
+    )
     stats = long.groupby(["round", "metric"]).value.agg(["mean", "std"]).unstack("metric")
     stats.columns = [m if s == "mean" else f"{m}_std" for s, m in stats.columns]
     return stats
@@ -146,7 +154,7 @@ def round_curves(table: pd.DataFrame) -> pd.DataFrame:
 
 def _metric_rows(summary: pd.DataFrame, table: pd.DataFrame, metrics: list[str]):
     """(key, value, step): per rate with step = rate in %, plus scalars over all trials."""
-    for rate, row in summary.iterrows():
+    for _, row in summary.iterrows():
         for metric in metrics:
             if pd.notna(row[metric]):
                 yield metric, row[metric], row["step"]
@@ -157,8 +165,8 @@ def _metric_rows(summary: pd.DataFrame, table: pd.DataFrame, metrics: list[str])
         if ok[metric].notna().any():
             yield f"{metric}{overall}", ok[metric].mean(), 0
     if len(summary) == 1:  # cross-validation and halves: each fold or split, step = its number
-        for repetition, values in zip(ok["repetition"], ok[metrics].itertuples(index=False)):
-            for metric, value in zip(metrics, values):
+        for repetition, values in zip(ok["repetition"], ok[metrics].itertuples(index=False), strict=True):
+            for metric, value in zip(metrics, values, strict=True):
                 if pd.notna(value):
                     yield f"{metric}_fold", value, repetition
     for t, row in round_curves(table).iterrows():  # paper 001, Fig. 3: step = boosting round
@@ -176,8 +184,9 @@ def _metric_rows(summary: pd.DataFrame, table: pd.DataFrame, metrics: list[str])
         yield "fit_seconds_mean", ok["fit_seconds"].mean(), 0
 
 
-def _log_artifacts(run_dir: Path, cfg: DictConfig, table: pd.DataFrame, summary: pd.DataFrame,
-                   title: str) -> None:
+def _log_artifacts(
+    run_dir: Path, cfg: DictConfig, table: pd.DataFrame, summary: pd.DataFrame, title: str
+) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     table.to_csv(run_dir / "trials.csv", index=False)
     summary.to_csv(run_dir / "summary.csv")
@@ -212,9 +221,13 @@ def run_from_hydra(cfg: DictConfig) -> pd.DataFrame | None:
     parallel = multirun and ("joblib" in launcher or "submitit_local" in launcher)
     try:
         with interrupts_raise():  # from the job's first step: none of it may turn a signal into a result
-            return run_experiment(cfg, in_parallel_launcher=parallel, output_dir=hc.runtime.output_dir,
-                                  launcher_jobs=concurrent_jobs(hc.launcher) if parallel else None,
-                                  job=JobInfo.from_hydra(hc))
+            return run_experiment(
+                cfg,
+                in_parallel_launcher=parallel,
+                output_dir=hc.runtime.output_dir,
+                launcher_jobs=concurrent_jobs(hc.launcher) if parallel else None,
+                job=JobInfo.from_hydra(hc),
+            )
     except Interrupted as exc:
         if multirun:
             with deferred():
@@ -244,8 +257,10 @@ _RUN_KEYS = {
     "progress": (_one_of(True, False), "true or false"),
     "resume": (_one_of(True, False), "true or false"),
     "strict": (_one_of(True, False), "true or false"),
-    "graph_cache": (_optional(lambda v: isinstance(v, str) and not Path(v).is_file()),
-                    "null or a folder path (not a file)"),
+    "graph_cache": (
+        _optional(lambda v: isinstance(v, str) and not Path(v).is_file()),
+        "null or a folder path (not a file)",
+    ),
     "tracking.checkpoint_seconds": (nonneg, "a number of seconds >= 0"),
     "metrics.empty_rows": (_one_of("mulan", "exclude"), "mulan or exclude"),
     "metrics.ties": (_one_of("mulan", "max"), "mulan or max"),
@@ -288,8 +303,10 @@ def check_estimator_params(estimator) -> None:
                 if not match:
                     raise ConfigError(f"{groups.get(step, step)}: {exc}") from exc
                 name, value, allowed = match.groups()
-                raise ConfigError(f"{groups.get(step, step)}.{name}={value} is not valid for "
-                                  f"{type(candidate).__name__}: it must be {allowed}.") from exc
+                raise ConfigError(
+                    f"{groups.get(step, step)}.{name}={value} is not valid for "
+                    f"{type(candidate).__name__}: it must be {allowed}."
+                ) from exc
 
 
 @dataclass
@@ -307,8 +324,7 @@ class Plan:
 def _config_error(where: str, exc: BaseException) -> ConfigError:
     if isinstance(exc, OmegaConfBaseException) and "Missing mandatory value" in str(exc):
         key = getattr(exc, "full_key", "") or where
-        return ConfigError(f"{key} is required and has no value: give it on the command line, "
-                           f"e.g. {key}=...")
+        return ConfigError(f"{key} is required and has no value: give it on the command line, e.g. {key}=...")
     text = str(exc).strip() or type(exc).__name__
     return ConfigError(f"{where}: {text}")
 
@@ -334,13 +350,18 @@ def prepare(cfg: DictConfig, in_parallel_launcher: bool = False, launcher_jobs: 
         estimator = DualSetFromMultiLabel(estimator)  # one-hot sets, best label within each
     check_estimator_params(estimator)
     options = cfg.get("metrics") or {}
-    evaluation = {"empty_rows": options.get("empty_rows", "mulan"), "ties": options.get("ties", "mulan"),
-                  "zero_division": options.get("zero_division", "warn"), "diagnostics": True}
+    evaluation = {
+        "empty_rows": options.get("empty_rows", "mulan"),
+        "ties": options.get("ties", "mulan"),
+        "zero_division": options.get("zero_division", "warn"),
+        "diagnostics": True,
+    }
     metrics = task_metrics(data)
     if isinstance(data, DualSetDataset):
         evaluation = {}
-    parallelism = resolve_parallelism(cfg.n_jobs, in_parallel_launcher, n_trials=len(trials),
-                                      launcher_jobs=launcher_jobs)
+    parallelism = resolve_parallelism(
+        cfg.n_jobs, in_parallel_launcher, n_trials=len(trials), launcher_jobs=launcher_jobs
+    )
     return Plan(data, estimator, trials, metrics, parallelism, evaluation)
 
 
@@ -385,14 +406,19 @@ def finished_trials(run_id: str) -> pd.DataFrame:
 
 def find_previous(experiment_id: str, chash: str):
     """The latest FINISHED run with config hash ``chash``, else the latest unfinished one."""
-    runs = mlflow.MlflowClient().search_runs([experiment_id], f"tags.config_hash = '{chash}'",
-                                             order_by=["attributes.start_time DESC"], max_results=100)
+    runs = mlflow.MlflowClient().search_runs(
+        [experiment_id],
+        f"tags.config_hash = '{chash}'",
+        order_by=["attributes.start_time DESC"],
+        max_results=100,
+    )
     finished = [r for r in runs if r.info.status == "FINISHED"]
     return (finished or runs or [None])[0]
 
 
-def _record_config_error(cfg: DictConfig, experiment_id: str, name: str, job: JobInfo,
-                         exc: ConfigError) -> None:
+def _record_config_error(
+    cfg: DictConfig, experiment_id: str, name: str, job: JobInfo, exc: ConfigError
+) -> None:
     """A sweep job whose config is invalid still appears in the sweep, as a FAILED run with
     its params (as far as they resolve) and the error."""
     client = mlflow.MlflowClient()
@@ -405,9 +431,13 @@ def _record_config_error(cfg: DictConfig, experiment_id: str, name: str, job: Jo
     client.set_terminated(run.info.run_id, "FAILED")
 
 
-def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,
-                   output_dir: str | os.PathLike | None = None, job: JobInfo | None = None,
-                   launcher_jobs: int | None = None) -> pd.DataFrame | None:
+def run_experiment(
+    cfg: DictConfig,
+    in_parallel_launcher: bool = False,
+    output_dir: str | os.PathLike | None = None,
+    job: JobInfo | None = None,
+    launcher_jobs: int | None = None,
+) -> pd.DataFrame | None:
     """Run every trial of ``cfg`` and track them as one MLflow run; return the summary table.
 
     Config, data and store are checked first (:class:`ConfigError`, no run opened, except that
@@ -430,25 +460,42 @@ def run_experiment(cfg: DictConfig, in_parallel_launcher: bool = False,
     requeued = os.environ.get("SLURM_RESTART_COUNT", "0") not in ("", "0")  # SLURM runs it again
     previous = find_previous(experiment_id, chash) if cfg.get("resume", False) or requeued else None
     if previous is not None and previous.info.status == "FINISHED":
-        log.info("%s: skipped, run %s (%s) is FINISHED with the same resolved config (config_hash %s, "
-                 "the config without %s)", name, previous.info.run_name, previous.info.run_id, chash,
-                 "progress, n_jobs, graph_cache, tracking, resume, strict, report")
+        log.info(
+            "%s: skipped, run %s (%s) is FINISHED with the same resolved config (config_hash %s, "
+            "the config without %s)",
+            name,
+            previous.info.run_name,
+            previous.info.run_id,
+            chash,
+            "progress, n_jobs, graph_cache, tracking, resume, strict, report",
+        )
         return None
     done = finished_trials(previous.info.run_id) if previous is not None else pd.DataFrame()
     with interrupts_raise(), _artifact_dir(output_dir) as out:
         return _tracked(cfg, plan, name, job, experiment_id, chash, previous, done, out)
 
 
-def _tracked(cfg, plan: Plan, name: str, job: JobInfo, experiment_id: str, chash: str, previous,
-             done: pd.DataFrame, out: Path) -> pd.DataFrame:
+def _tracked(
+    cfg,
+    plan: Plan,
+    name: str,
+    job: JobInfo,
+    experiment_id: str,
+    chash: str,
+    previous,
+    done: pd.DataFrame,
+    out: Path,
+) -> pd.DataFrame:
     spent = {"logging": 0.0, "trials": 0.0}  # tracking overhead, reported by `make bench`
     data, parallelism = plan.data, plan.parallelism
     # the tags that identify the job go in with the run, so that even a run killed at once is
     # found and reopened by a resume
     identity = {**job.tags(), "config_hash": chash}
-    started = (dict(run_id=previous.info.run_id) if previous is not None
-               else dict(experiment_id=experiment_id, run_name=name, parent_run_id=job.parent_run_id,
-                         tags=identity))
+    started = (
+        dict(run_id=previous.info.run_id)
+        if previous is not None
+        else dict(experiment_id=experiment_id, run_name=name, parent_run_id=job.parent_run_id, tags=identity)
+    )
     with deferred() as pending:  # a run exists only once it is ours to close
         active = mlflow.start_run(**started)
         run_id = active.info.run_id
@@ -457,32 +504,60 @@ def _tracked(cfg, plan: Plan, name: str, job: JobInfo, experiment_id: str, chash
         try:
             raise_pending(pending)
             with _timed(spent, "logging"):
-                tags = {**provenance_tags(), **identity, "method": cfg.method.name,
-                        "dataset": cfg.dataset.name, "selector": cfg.get("selector", {}).get("name", "none"),
-                        "n_jobs": parallelism.n_jobs,
-                        "blas_threads": parallelism.blas_threads, "dataset_sha256": data.sha256,
-                        "dataset_source": data.source, "dataset_shape": f"{data.n_samples}x{data.n_features}x"
-                                                                        f"{getattr(data, 'n_labels', data.Y.shape[1])}"}
+                tags = {
+                    **provenance_tags(),
+                    **identity,
+                    "method": cfg.method.name,
+                    "dataset": cfg.dataset.name,
+                    "selector": cfg.get("selector", {}).get("name", "none"),
+                    "n_jobs": parallelism.n_jobs,
+                    "blas_threads": parallelism.blas_threads,
+                    "dataset_sha256": data.sha256,
+                    "dataset_source": data.source,
+                    "dataset_shape": f"{data.n_samples}x{data.n_features}x"
+                    f"{getattr(data, 'n_labels', data.Y.shape[1])}",
+                }
                 if previous is not None:
                     tags["resumed_trials"] = str(len(done))
-                    log.info("%s: resuming run %s, %d of %d trials already done", name, run_id, len(done),
-                             len(plan.trials))
+                    log.info(
+                        "%s: resuming run %s, %d of %d trials already done",
+                        name,
+                        run_id,
+                        len(done),
+                        len(plan.trials),
+                    )
                 log_batch(run_id, params=None if previous is not None else config_params(cfg), tags=tags)
             with _timed(spent, "trials"):
-                table = run_trials(plan.estimator, data.X, data.Y, plan.trials, plan.metrics, parallelism,
-                                   progress=cfg.get("progress", True), description=name,
-                                   evaluation=plan.evaluation, done=done, on_row=checkpoint.add)
+                table = run_trials(
+                    plan.estimator,
+                    data.X,
+                    data.Y,
+                    plan.trials,
+                    plan.metrics,
+                    parallelism,
+                    progress=cfg.get("progress", True),
+                    description=name,
+                    evaluation=plan.evaluation,
+                    done=done,
+                    on_row=checkpoint.add,
+                )
             _finish(cfg, plan, table, name, job, run_id, out, spent)
         except (Interrupted, SystemExit) as exc:  # submitit exits after requeueing a pre-empted job
-            why = (exc.name if isinstance(exc, Interrupted)
-                   else "requeued by SLURM (pre-emption or time limit)")
+            why = (
+                exc.name if isinstance(exc, Interrupted) else "requeued by SLURM (pre-emption or time limit)"
+            )
             with deferred():
                 stop_workers()
                 checkpoint.flush()
                 mlflow.set_tag("interrupted", why)
                 mlflow.end_run("KILLED")
-            log.warning("%s: %s; run %s KILLED with %d finished trials saved (resume with resume=true)",
-                        name, why, run_id, len(checkpoint.rows))
+            log.warning(
+                "%s: %s; run %s KILLED with %d finished trials saved (resume with resume=true)",
+                name,
+                why,
+                run_id,
+                len(checkpoint.rows),
+            )
             raise
         except BaseException as exc:
             with deferred():
@@ -494,8 +569,9 @@ def _tracked(cfg, plan: Plan, name: str, job: JobInfo, experiment_id: str, chash
     return summarise(table, plan.metrics)
 
 
-def _finish(cfg, plan: Plan, table: pd.DataFrame, name: str, job: JobInfo, run_id: str, out: Path,
-            spent: dict) -> None:
+def _finish(
+    cfg, plan: Plan, table: pd.DataFrame, name: str, job: JobInfo, run_id: str, out: Path, spent: dict
+) -> None:
     """Log the run's metrics, tables and figures, say what is degenerate, and fail the run when
     every trial failed, or any with ``strict=true``."""
     metrics = plan.metrics
@@ -505,24 +581,41 @@ def _finish(cfg, plan: Plan, table: pd.DataFrame, name: str, job: JobInfo, run_i
     failed = table[table.status != "ok"]
     notes = _edge_case_notes(table, metrics, cfg)
     with _timed(spent, "logging"):
-        log_batch(run_id, metrics=_metric_rows(summary, table, metrics),
-                  tags={"trials_failed": f"{len(failed)} of {len(table)}", **({"notes": " ".join(notes)[:5000]}
-                                                                              if notes else {})})
+        log_batch(
+            run_id,
+            metrics=_metric_rows(summary, table, metrics),
+            tags={
+                "trials_failed": f"{len(failed)} of {len(table)}",
+                **({"notes": " ".join(notes)[:5000]} if notes else {}),
+            },
+        )
         _log_artifacts(out, cfg, table, summary, title=f"{cfg.method.name} on {plan.data.name}")
     log_batch(run_id, metrics=[(f"{k}_seconds", v, 0) for k, v in spent.items()])
     overrides = f"overrides: {' '.join(job.overrides)}\n" if job.overrides else ""
-    log.info("%s: %d trials, MLflow run %s\n%s%s", name, len(table), run_id, overrides,
-             format_summary(summary, shown_metrics(metrics)))
+    log.info(
+        "%s: %d trials, MLflow run %s\n%s%s",
+        name,
+        len(table),
+        run_id,
+        overrides,
+        format_summary(summary, shown_metrics(metrics)),
+    )
     for note in notes:
         log.warning("%s", note)
     if len(failed):
-        log.warning("%d of %d trials failed (see trials.csv); first error: %s", len(failed),
-                    len(table), failed.error.iloc[0])
+        log.warning(
+            "%d of %d trials failed (see trials.csv); first error: %s",
+            len(failed),
+            len(table),
+            failed.error.iloc[0],
+        )
     if len(failed) == len(table) or (len(failed) and cfg.get("strict", False)):
         mlflow.set_tag("error", failed.error.iloc[0][:5000])
         which = "all" if len(failed) == len(table) else f"{len(failed)} of"
-        raise AllTrialsFailed(f"{name}: {which} {len(table)} trials failed (run {run_id} is FAILED); "
-                              f"first error: {failed.error.iloc[0]}")
+        raise AllTrialsFailed(
+            f"{name}: {which} {len(table)} trials failed (run {run_id} is FAILED); "
+            f"first error: {failed.error.iloc[0]}"
+        )
 
 
 def _edge_case_notes(table: pd.DataFrame, metrics: list[str], cfg) -> list[str]:
@@ -533,17 +626,23 @@ def _edge_case_notes(table: pd.DataFrame, metrics: list[str], cfg) -> list[str]:
     if "n_degenerate_labels" in ok and ok.n_degenerate_labels.gt(0).any():
         hit = ok.n_degenerate_labels.gt(0)
         zero_division = (cfg.get("metrics") or {}).get("zero_division", "warn")
-        notes.append(f"{int(hit.sum())} of {len(ok)} trials have labels with no positive or no negative "
-                     f"test instance (up to {int(ok.n_degenerate_labels.max())} labels): their F1 terms are "
-                     f"undefined and count as metrics.zero_division={zero_division} "
-                     f"({'0' if zero_division == 'warn' else zero_division}); macro_auc leaves them out.")
+        notes.append(
+            f"{int(hit.sum())} of {len(ok)} trials have labels with no positive or no negative "
+            f"test instance (up to {int(ok.n_degenerate_labels.max())} labels): their F1 terms are "
+            f"undefined and count as metrics.zero_division={zero_division} "
+            f"({'0' if zero_division == 'warn' else zero_division}); macro_auc leaves them out."
+        )
     for metric in metrics:
         undefined = ok[metric].isna() if metric in ok else pd.Series(dtype=bool)
         if undefined.any():
-            notes.append(f"{metric} is undefined (NaN) in {int(undefined.sum())} of {len(ok)} trials: their "
-                         "test parts have no row it can score (e.g. every row with no relevant label, or a "
-                         "label with a single class).")
+            notes.append(
+                f"{metric} is undefined (NaN) in {int(undefined.sum())} of {len(ok)} trials: their "
+                "test parts have no row it can score (e.g. every row with no relevant label, or a "
+                "label with a single class)."
+            )
     if len(ok) < len(table) and len(ok):
-        notes.append(f"*_overall metrics cover the {len(ok)} successful trials only and are logged as "
-                     f"*_overall_ok_only; {len(table) - len(ok)} trials failed.")
+        notes.append(
+            f"*_overall metrics cover the {len(ok)} successful trials only and are logged as "
+            f"*_overall_ok_only; {len(table) - len(ok)} trials failed."
+        )
     return notes

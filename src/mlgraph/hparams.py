@@ -26,25 +26,35 @@ import mlflow
 import pandas as pd
 from omegaconf import OmegaConf
 
-CONF = Path(__file__).resolve().parent / "conf" / "hparams"  # the checkout's conf/hparams (src/mlgraph/conf links it)
+CONF = (
+    Path(__file__).resolve().parent / "conf" / "hparams"
+)  # the checkout's conf/hparams (src/mlgraph/conf links it)
 
 
-def ranked_runs(experiment: str, dataset: str, method: str, metric: str = "avg_precision_overall",
-                uri: str | None = None) -> tuple[pd.DataFrame, tuple[str, ...]]:
+def ranked_runs(
+    experiment: str, dataset: str, method: str, metric: str = "avg_precision_overall", uri: str | None = None
+) -> tuple[pd.DataFrame, tuple[str, ...]]:
     """Finished runs of ``experiment`` on ``dataset`` with ``method``, best ``metric`` first, and
     the ``method.*`` parameters that vary between them."""
     if uri:
         mlflow.set_tracking_uri(uri)
-    runs = mlflow.search_runs(experiment_names=[experiment],
-                              filter_string=f"tags.dataset = '{dataset}' and tags.method = '{method}' "
-                                            "and attributes.status = 'FINISHED'")
+    runs = mlflow.search_runs(
+        experiment_names=[experiment],
+        filter_string=f"tags.dataset = '{dataset}' and tags.method = '{method}' "
+        "and attributes.status = 'FINISHED'",
+    )
     if runs.empty:
         raise LookupError(f"no finished {method} run on {dataset} in experiment {experiment!r}")
-    keys = tuple(c.removeprefix("params.") for c in runs.columns
-                 if c.startswith("params.method.") and runs[c].nunique(dropna=False) > 1)
+    keys = tuple(
+        c.removeprefix("params.")
+        for c in runs.columns
+        if c.startswith("params.method.") and runs[c].nunique(dropna=False) > 1
+    )
     if not keys:
-        raise LookupError(f"no method parameter varies between the {len(runs)} finished {method} runs on "
-                          f"{dataset}: nothing to choose")
+        raise LookupError(
+            f"no method parameter varies between the {len(runs)} finished {method} runs on "
+            f"{dataset}: nothing to choose"
+        )
     columns = [f"params.{k}" for k in keys] + [f"metrics.{metric}", "run_id"]
     return runs[columns].sort_values(f"metrics.{metric}", ascending=False, ignore_index=True), keys
 
@@ -71,8 +81,11 @@ def hparams_yaml(best: pd.Series, keys: tuple[str, ...], source: str, defaults: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="mlgraph hparams", description=__doc__.split("\n\n")[0],
-                                     epilog="Selection rule and example: see `pydoc mlgraph.hparams`.")
+    parser = argparse.ArgumentParser(
+        prog="mlgraph hparams",
+        description=__doc__.split("\n\n")[0],
+        epilog="Selection rule and example: see `pydoc mlgraph.hparams`.",
+    )
     parser.add_argument("experiment")
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--method", default="mlmrrw")
@@ -81,9 +94,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--uri", default=f"sqlite:///{outputs}/mlflow.db", help="MLflow tracking URI")
     parser.add_argument("--top", type=int, default=5)
     parser.add_argument("--tolerance", type=float, default=0.001)
-    parser.add_argument("--prefer-max", default=None,
-                        help="among runs within --tolerance of the best, take the largest value of this "
-                             "method parameter (default: gamma_I when it was swept)")
+    parser.add_argument(
+        "--prefer-max",
+        default=None,
+        help="among runs within --tolerance of the best, take the largest value of this "
+        "method parameter (default: gamma_I when it was swept)",
+    )
     parser.add_argument("--write", action="store_true", help="write conf/hparams/<method>_<dataset>.yaml")
     args = parser.parse_args(argv)
     ranked, keys = ranked_runs(args.experiment, args.dataset, args.method, args.metric, args.uri)
@@ -91,9 +107,11 @@ def main(argv: list[str] | None = None) -> None:
     prefer = args.prefer_max or ("gamma_I" if "method.gamma_I" in keys else None)
     chosen = select(ranked, args.metric, args.tolerance, prefer)
     rule = f"largest {prefer} within {args.tolerance}" if prefer else "best"
-    source = (f"python -m mlgraph.hparams {args.experiment} --dataset {args.dataset} --method "
-              f"{args.method}\n# ({args.metric} = {chosen[f'metrics.{args.metric}']:.4f}; best of "
-              f"{len(ranked)} runs = {ranked[f'metrics.{args.metric}'].iloc[0]:.4f}; rule: {rule})")
+    source = (
+        f"python -m mlgraph.hparams {args.experiment} --dataset {args.dataset} --method "
+        f"{args.method}\n# ({args.metric} = {chosen[f'metrics.{args.metric}']:.4f}; best of "
+        f"{len(ranked)} runs = {ranked[f'metrics.{args.metric}'].iloc[0]:.4f}; rule: {rule})"
+    )
     path = CONF / f"{args.method}_{args.dataset}.yaml"
     kept = [d for d in (OmegaConf.load(path).get("defaults", []) if path.exists() else []) if d != "_self_"]
     text = hparams_yaml(chosen, keys, source, kept)  # an existing file's defaults list is kept

@@ -16,7 +16,7 @@ an empty row has coverage 0, one-error 1 and ranking loss 0; a full row has
 ranking loss 0 and otherwise scores by the formulas below.
 ``empty_rows="exclude"``: empty *and* full rows are dropped from all four
 ranking metrics (the rule of Zhang & Zhou's MATLAB code for average precision
-and ranking loss, and mlgraph's rule before issue 16); NaN if no row remains.
+and ranking loss, and mlgraph's former default); NaN if no row remains.
 
 ``ties="mulan"`` (default): a strict ranking, as MULAN's
 ``MultiLabelOutput.ranksFromValues`` builds it (a stable ascending Weka sort,
@@ -239,16 +239,18 @@ def _ranking(Y: ArrayLike, scores: ArrayLike, empty_rows: str, ties: str) -> _Ra
     return _Ranking(Yb, rank, rank_rel, n_rel, (n_rel > 0) & (n_rel < Yb.shape[1]))
 
 
-def _row_mean(values: NDArray[np.floating], r: _Ranking, empty_rows: str,
-              mulan_rows: NDArray[np.bool_] | None = None) -> float:
+def _row_mean(
+    values: NDArray[np.floating], r: _Ranking, empty_rows: str, mulan_rows: NDArray[np.bool_] | None = None
+) -> float:
     """Mean over the rows the rule keeps: ``mulan_rows`` (default all) or the rankable ones."""
     if empty_rows == "exclude":
         return _mean_or_nan(values[r.rankable])
     return _mean_or_nan(values if mulan_rows is None else values[mulan_rows])
 
 
-def average_precision(Y: ArrayLike, scores: ArrayLike, empty_rows: EmptyRows = "mulan",
-                      ties: Ties = "mulan") -> float:
+def average_precision(
+    Y: ArrayLike, scores: ArrayLike, empty_rows: EmptyRows = "mulan", ties: Ties = "mulan"
+) -> float:
     """Ranking-based average precision (paper 000, Eq. 21), greater is better.
 
     For each relevant label, the fraction of labels ranked at or above it
@@ -265,8 +267,9 @@ def average_precision(Y: ArrayLike, scores: ArrayLike, empty_rows: EmptyRows = "
     return _row_mean(per_row, r, empty_rows, mulan_rows=r.n_rel > 0)
 
 
-def one_error(Y: ArrayLike, scores: ArrayLike, empty_rows: EmptyRows = "mulan",
-              ties: Ties = "mulan") -> float:
+def one_error(
+    Y: ArrayLike, scores: ArrayLike, empty_rows: EmptyRows = "mulan", ties: Ties = "mulan"
+) -> float:
     """Fraction of instances whose top-ranked label is irrelevant, smaller is better.
 
     ``empty_rows="mulan"``: an empty row counts as an error (1), a full row
@@ -280,8 +283,13 @@ def one_error(Y: ArrayLike, scores: ArrayLike, empty_rows: EmptyRows = "mulan",
     return _row_mean((at_top & ~r.Y).any(axis=1).astype(float), r, empty_rows)
 
 
-def coverage(Y: ArrayLike, scores: ArrayLike, normalize: bool = False,
-             empty_rows: EmptyRows = "mulan", ties: Ties = "mulan") -> float:
+def coverage(
+    Y: ArrayLike,
+    scores: ArrayLike,
+    normalize: bool = False,
+    empty_rows: EmptyRows = "mulan",
+    ties: Ties = "mulan",
+) -> float:
     """Mean of (max rank of a relevant label) - 1, smaller is better.
 
     ``empty_rows="mulan"``: an empty row has coverage 0 and a full row q - 1;
@@ -295,8 +303,9 @@ def coverage(Y: ArrayLike, scores: ArrayLike, normalize: bool = False,
     return value / r.Y.shape[1] if normalize else value
 
 
-def ranking_loss(Y: ArrayLike, scores: ArrayLike, empty_rows: EmptyRows = "mulan",
-                 ties: Ties = "mulan") -> float:
+def ranking_loss(
+    Y: ArrayLike, scores: ArrayLike, empty_rows: EmptyRows = "mulan", ties: Ties = "mulan"
+) -> float:
     """Fraction of (relevant, irrelevant) label pairs in the wrong order, smaller is better.
 
     ``empty_rows="mulan"``: empty and full rows (no pair) score 0, as in
@@ -361,9 +370,12 @@ def _f1(tp, fp, fn, zero_division, what: str) -> NDArray[np.float64]:
     denom = np.atleast_1d(2 * tp + fp + fn)
     undefined = denom == 0
     if zero_division == "warn" and undefined.any():
-        warnings.warn(f"{what}: {undefined.sum()} of {undefined.size} F1 undefined (no positive in Y "
-                      f"and none predicted), scored 0.0; pass zero_division to choose",
-                      DegenerateLabelWarning, stacklevel=3)
+        warnings.warn(
+            f"{what}: {undefined.sum()} of {undefined.size} F1 undefined (no positive in Y "
+            f"and none predicted), scored 0.0; pass zero_division to choose",
+            DegenerateLabelWarning,
+            stacklevel=3,
+        )
     fill = 0.0 if zero_division == "warn" else zero_division
     f1 = np.full(denom.shape, fill)
     np.divide(2 * np.atleast_1d(tp), denom, out=f1, where=~undefined)

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import inspect
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -121,8 +120,9 @@ def _stratification(stratify: str, Y, n_samples: int) -> np.ndarray | None:
     return stratification_matrix(Y, n_samples)
 
 
-def _stratified_pick(indicator: np.ndarray, pool: np.ndarray, size: int,
-                     random_state: np.random.RandomState) -> tuple[np.ndarray, np.ndarray]:
+def _stratified_pick(
+    indicator: np.ndarray, pool: np.ndarray, size: int, random_state: np.random.RandomState
+) -> tuple[np.ndarray, np.ndarray]:
     """(picked, rest), both sorted: about ``size`` rows of ``pool`` chosen by iterative
     stratification so that every column of ``indicator`` keeps its share in both parts (the
     sizes can differ from the requested ones by a few rows: the algorithm trades size for balance)."""
@@ -171,12 +171,13 @@ def labelling_rate_trials(
             order = rng.permutation(pool)
             n_test = round(test_size * len(order))
             if n_test < 1:
-                raise ValueError(f"protocol.test_size={test_size} leaves no test instance "
-                                 f"among {len(order)}")
+                raise ValueError(f"protocol.test_size={test_size} leaves no test instance among {len(order)}")
             if strata is None:
                 test, train = np.sort(order[:n_test]), np.sort(order[n_test:])
             else:
-                test, train = _stratified_pick(strata, pool, n_test, _random_state(seed, round(rate * 10_000), rep))
+                test, train = _stratified_pick(
+                    strata, pool, n_test, _random_state(seed, round(rate * 10_000), rep)
+                )
             n_labelled = round(rate * len(train))
             if n_labelled < 1:
                 raise ValueError(
@@ -219,24 +220,33 @@ def cross_validation_trials(
         if strata is None:
             parts = np.array_split(order, folds)
         else:
-            splitter = MultilabelStratifiedKFold(n_splits=folds, shuffle=True, random_state=_random_state(seed, 0))
+            splitter = MultilabelStratifiedKFold(
+                n_splits=folds, shuffle=True, random_state=_random_state(seed, 0)
+            )
             parts = [test for _, test in splitter.split(np.zeros(n_samples), strata)]
         for fold, test in enumerate(parts):
             if len(test) == 0:
-                raise ValueError(f"protocol.stratify=iterative left fold {fold} of {folds} empty "
-                                 f"({n_samples} instances); use fewer folds")
+                raise ValueError(
+                    f"protocol.stratify=iterative left fold {fold} of {folds} empty "
+                    f"({n_samples} instances); use fewer folds"
+                )
             train = np.setdiff1d(order, test)
             trials.append(Trial(1.0, fold, train, np.sort(test), np.ones(len(train), dtype=bool)))
         return trials
     n_test = round(_check_fraction(test_size, "test_size", allow_one=False) * n_samples)
-    if isinstance(train_size, bool) or not isinstance(train_size, numbers.Integral) or not (
-            1 <= train_size <= n_samples - n_test):
-        raise ValueError(f"protocol.train_size={train_size!r} must be an integer in [1, {n_samples - n_test}] "
-                         f"({n_samples} instances, {n_test} for testing)")
+    if (
+        isinstance(train_size, bool)
+        or not isinstance(train_size, numbers.Integral)
+        or not (1 <= train_size <= n_samples - n_test)
+    ):
+        raise ValueError(
+            f"protocol.train_size={train_size!r} must be an integer in [1, {n_samples - n_test}] "
+            f"({n_samples} instances, {n_test} for testing)"
+        )
     for rep in range(_check_repeats(repeats)):
         if strata is None:
             order = _rng(seed, 1, rep).permutation(n_samples)
-            test, train = np.sort(order[:n_test]), np.sort(order[n_test:n_test + train_size])
+            test, train = np.sort(order[:n_test]), np.sort(order[n_test : n_test + train_size])
         else:
             random_state = _random_state(seed, 1, rep)
             test, rest = _stratified_pick(strata, np.arange(n_samples), n_test, random_state)
@@ -262,20 +272,26 @@ def fixed_split_trials(
     is labelled and there is one trial whatever ``repeats`` (its repetitions would be identical).
     """
     if n_train is None:
-        raise ValueError("protocol=fixed evaluates a dataset's published train/test split: the dataset "
-                         "config must name its test file (dataset.test_arff=..., and dataset.train_arff=... "
-                         "or dataset.arff=... for the training file); dual-set data have no such split")
+        raise ValueError(
+            "protocol=fixed evaluates a dataset's published train/test split: the dataset "
+            "config must name its test file (dataset.test_arff=..., and dataset.train_arff=... "
+            "or dataset.arff=... for the training file); dual-set data have no such split"
+        )
     if isinstance(n_train, bool) or not isinstance(n_train, numbers.Integral) or not 1 <= n_train < n_samples:
-        raise ValueError(f"protocol=fixed: n_train={n_train!r} must be an integer in [1, {n_samples - 1}] "
-                         f"({n_samples} instances, the test file's rows last)")
+        raise ValueError(
+            f"protocol=fixed: n_train={n_train!r} must be an integer in [1, {n_samples - 1}] "
+            f"({n_samples} instances, the test file's rows last)"
+        )
     repeats = _check_repeats(repeats)
     train, test = np.arange(n_train), np.arange(n_train, n_samples)
     trials = []
     for rate in _check_rates(rates):
         n_labelled = round(rate * n_train)
         if n_labelled < 1:
-            raise ValueError(f"labelling rate {rate} leaves no labelled training instance "
-                             f"({n_train} training instances); raise protocol.rates")
+            raise ValueError(
+                f"labelling rate {rate} leaves no labelled training instance "
+                f"({n_train} training instances); raise protocol.rates"
+            )
         for rep in range(1 if n_labelled == n_train else repeats):
             labelled = np.zeros(n_train, dtype=bool)
             labelled[_rng(seed, round(rate * 10_000), rep).choice(n_train, n_labelled, replace=False)] = True

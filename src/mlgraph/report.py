@@ -1,14 +1,14 @@
 """Tables and figures: per run (from trial results) and per comparison (runs read back from MLflow).
 
-    python -m mlgraph.report experiment=ssl_comparison      # or: make report
+python -m mlgraph.report experiment=ssl_comparison      # or: make report
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import matplotlib
 
@@ -19,24 +19,39 @@ import pandas as pd  # noqa: E402
 
 from mlgraph.metrics import METRICS  # noqa: E402
 
-TITLES = {"avg_precision": "Average precision", "micro_f1": "Micro-F1", "macro_f1": "Macro-F1",
-          "accuracy_a": "Accuracy-a", "accuracy_b": "Accuracy-b", "accuracy_all": "Accuracy-all"}
+TITLES = {
+    "avg_precision": "Average precision",
+    "micro_f1": "Micro-F1",
+    "macro_f1": "Macro-F1",
+    "accuracy_a": "Accuracy-a",
+    "accuracy_b": "Accuracy-b",
+    "accuracy_all": "Accuracy-all",
+}
 FIG1_METRICS = ("avg_precision", "micro_f1", "macro_f1")
 log = logging.getLogger(__name__)
 
 
-def plot_metrics_vs_rate(summaries: Mapping[str, pd.DataFrame],
-                         metrics: Sequence[str] = FIG1_METRICS, title: str = "") -> plt.Figure:
+def plot_metrics_vs_rate(
+    summaries: Mapping[str, pd.DataFrame], metrics: Sequence[str] = FIG1_METRICS, title: str = ""
+) -> plt.Figure:
     """Paper 000, Fig. 1–4: one panel per metric against the labelling rate (%), one line per
     method, error bars of ±1 standard deviation over repetitions.
 
     ``summaries`` maps a method label to the output of :func:`mlgraph.runner.summarise`.
     """
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
-    for ax, metric in zip(axes[0], metrics):
+    for ax, metric in zip(axes[0], metrics, strict=True):
         for label, summary in summaries.items():
-            ax.errorbar(summary["step"], summary[metric], yerr=summary[f"{metric}_std"],
-                        marker="o", markersize=3, capsize=2, linewidth=1, label=label)
+            ax.errorbar(
+                summary["step"],
+                summary[metric],
+                yerr=summary[f"{metric}_std"],
+                marker="o",
+                markersize=3,
+                capsize=2,
+                linewidth=1,
+                label=label,
+            )
         ax.set_xlabel("Labelling rate (%)")
         ax.set_title(TITLES.get(metric, metric))
         ax.grid(alpha=0.3)
@@ -47,23 +62,36 @@ def plot_metrics_vs_rate(summaries: Mapping[str, pd.DataFrame],
     return fig
 
 
-def plot_rounds(curves: Mapping[str, pd.DataFrame],
-                metrics: Sequence[str] = ("accuracy_a", "accuracy_b", "accuracy_all"), title: str = "",
-                panels: Mapping[str, str] | None = None) -> plt.Figure:
+def plot_rounds(
+    curves: Mapping[str, pd.DataFrame],
+    metrics: Sequence[str] = ("accuracy_a", "accuracy_b", "accuracy_all"),
+    title: str = "",
+    panels: Mapping[str, str] | None = None,
+) -> plt.Figure:
     """Paper 001, Fig. 3: dual-set accuracies after each boosting round t, ±1 std over trials,
     one line per run label (e.g. with and without model reuse). ``panels`` maps labels to a row
     title (e.g. ``B=1.05``), giving one row of panels per value as the paper's sub-figures."""
     rows = list(dict.fromkeys((panels or {}).get(label, "") for label in curves))
-    fig, axes = plt.subplots(len(rows), len(metrics), figsize=(4.2 * len(metrics), 3.0 * len(rows) + 0.4),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(rows), len(metrics), figsize=(4.2 * len(metrics), 3.0 * len(rows) + 0.4), squeeze=False
+    )
     for label, curve in curves.items():
         row = rows.index((panels or {}).get(label, ""))
         style = "--" if "model_reuse=False" in label else "-"
-        for ax, metric in zip(axes[row], metrics):
-            ax.errorbar(curve.index, curve[metric], yerr=curve[f"{metric}_std"], marker="o", markersize=3,
-                        capsize=2, linewidth=1, linestyle=style, label=label)
+        for ax, metric in zip(axes[row], metrics, strict=True):
+            ax.errorbar(
+                curve.index,
+                curve[metric],
+                yerr=curve[f"{metric}_std"],
+                marker="o",
+                markersize=3,
+                capsize=2,
+                linewidth=1,
+                linestyle=style,
+                label=label,
+            )
     for row, name in enumerate(rows):
-        for ax, metric in zip(axes[row], metrics):
+        for ax, metric in zip(axes[row], metrics, strict=True):
             ax.set_xlabel("Boosting round t")
             ax.set_title(" ".join(filter(None, [TITLES.get(metric, metric), name and f"({name})"])))
             ax.grid(alpha=0.3)
@@ -84,8 +112,9 @@ def format_summary(summary: pd.DataFrame, metrics: Sequence[str] = FIG1_METRICS)
     """Plain-text table: one row per labelling rate, ``mean ± std`` per metric."""
     table = pd.DataFrame({"rate %": summary["step"].to_numpy()})
     for metric in metrics:
-        table[metric] = [f"{m:.4f} ± {s:.4f}" for m, s in
-                         zip(summary[metric], summary[f"{metric}_std"])]
+        table[metric] = [
+            f"{m:.4f} ± {s:.4f}" for m, s in zip(summary[metric], summary[f"{metric}_std"], strict=True)
+        ]
     table["trials"] = summary["n_ok"].to_numpy()
     if summary["n_failed"].any():
         table["failed"] = summary["n_failed"].to_numpy()
@@ -95,8 +124,15 @@ def format_summary(summary: pd.DataFrame, metrics: Sequence[str] = FIG1_METRICS)
 # --- Comparison report: runs read back from MLflow -------------------------------------------
 
 # Paper 000's algorithm numbering (Tables 3, 7, 11, 15) and names; other methods follow.
-PAPER000 = {"mlknn": "MLkNN", "gfhf": "ML-GFHF", "lgc": "ML-LGC", "fsksc": "ML-FSKSC", "sswl": "SSWL",
-            "mlmr": "ML-MR", "mlmrrw": "ML-MRRW"}
+PAPER000 = {
+    "mlknn": "MLkNN",
+    "gfhf": "ML-GFHF",
+    "lgc": "ML-LGC",
+    "fsksc": "ML-FSKSC",
+    "sswl": "SSWL",
+    "mlmr": "ML-MR",
+    "mlmrrw": "ML-MRRW",
+}
 
 
 # Paper 002's comparing algorithms (Tables 2/3), in its row order.
@@ -104,23 +140,34 @@ PAPER002 = {"ml2": "ML²", "br": "BR", "clr": "CLR", "ecc": "ECC", "rakel": "RAk
 
 
 # Paper 001's Table 2 columns, and its Frequency-Gender rows of Tables 2 and 3 (mean, std).
-PAPER001 = {"dsml": "DSML", "independent": "Ind. Dec.", "cooccurrence": "Co-Occ. Dec.",
-            "stacking": "Label Stacking", "mlrbf": "ML-RBF", "bpmll": "BP-MLL",
-            "ranksvm": "RankSVM"}
+PAPER001 = {
+    "dsml": "DSML",
+    "independent": "Ind. Dec.",
+    "cooccurrence": "Co-Occ. Dec.",
+    "stacking": "Label Stacking",
+    "mlrbf": "ML-RBF",
+    "bpmll": "BP-MLL",
+    "ranksvm": "RankSVM",
+}
 FREQ_GENDER_TABLE2 = {  # method: (Accuracy-a, Accuracy-b, Accuracy-all); None = N/A
-    "dsml": ((.8521, .0091), (.9547, .0061), (.8220, .0082)),
-    "independent": ((.8321, .0212), (.9579, .0067), (.8039, .0214)),
-    "cooccurrence": (None, None, (.8068, .0187)),
-    "stacking": ((.8375, .0170), (.9550, .0051), (.8096, .0183)),
-    "mlknn": ((.5879, .0091), (.6953, .0196), (.4587, .0161)),
-    "mlrbf": ((.7570, .0144), (.9661, .0047), (.7387, .0134)),
-    "bpmll": ((.4004, .1464), (.5014, .0271), (.1704, .0847)),
-    "ranksvm": ((.0326, .0135), (.5382, .0643), (.0127, .0116)),
+    "dsml": ((0.8521, 0.0091), (0.9547, 0.0061), (0.8220, 0.0082)),
+    "independent": ((0.8321, 0.0212), (0.9579, 0.0067), (0.8039, 0.0214)),
+    "cooccurrence": (None, None, (0.8068, 0.0187)),
+    "stacking": ((0.8375, 0.0170), (0.9550, 0.0051), (0.8096, 0.0183)),
+    "mlknn": ((0.5879, 0.0091), (0.6953, 0.0196), (0.4587, 0.0161)),
+    "mlrbf": ((0.7570, 0.0144), (0.9661, 0.0047), (0.7387, 0.0134)),
+    "bpmll": ((0.4004, 0.1464), (0.5014, 0.0271), (0.1704, 0.0847)),
+    "ranksvm": ((0.0326, 0.0135), (0.5382, 0.0643), (0.0127, 0.0116)),
 }
 FREQ_GENDER_TABLE3 = {  # B: (Accuracy-a, Accuracy-b, Accuracy-all) means, T = 10
-    1.00: (.8413, .9541, .8131), 1.01: (.8432, .9531, .8134), 1.02: (.8432, .9512, .8134),
-    1.03: (.8413, .9554, .8119), 1.05: (.8521, .9547, .8220), 1.10: (.8435, .9515, .8128),
-    1.15: (.8473, .9557, .8172), 1.20: (.8476, .9560, .8175),
+    1.00: (0.8413, 0.9541, 0.8131),
+    1.01: (0.8432, 0.9531, 0.8134),
+    1.02: (0.8432, 0.9512, 0.8134),
+    1.03: (0.8413, 0.9554, 0.8119),
+    1.05: (0.8521, 0.9547, 0.8220),
+    1.10: (0.8435, 0.9515, 0.8128),
+    1.15: (0.8473, 0.9557, 0.8172),
+    1.20: (0.8476, 0.9560, 0.8175),
 }
 DUAL_METRICS = ("accuracy_a", "accuracy_b", "accuracy_all")
 
@@ -141,8 +188,13 @@ def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
     fraction = runs["params.selector.fraction"] if "params.selector.fraction" in runs else None
     runs["fraction"] = pd.to_numeric(pd.Series(fraction, index=runs.index), errors="coerce").fillna(1.0)
     runs.loc[runs["tags.selector"] == "none", "fraction"] = 1.0
-    keys = ["tags.dataset", "tags.method", "tags.selector", "fraction",
-            *sorted(c for c in runs if c.startswith("params.method."))]  # a B sweep keeps every B
+    keys = [
+        "tags.dataset",
+        "tags.method",
+        "tags.selector",
+        "fraction",
+        *sorted(c for c in runs if c.startswith("params.method.")),
+    ]  # a B sweep keeps every B
     runs = runs.sort_values("start_time").groupby(keys, dropna=False).tail(1)
     order = {name: i for i, name in enumerate([*PAPER000, *PAPER002, *PAPER001])}
     runs = runs.assign(_order=runs["tags.method"].map(lambda m: order.get(m, len(order))))
@@ -162,22 +214,27 @@ def score_tables(trials: Mapping[str, pd.DataFrame], metrics: Sequence[str], blo
         raise ValueError(f"report.blocks must be one of {sorted(keys)}, got {blocks!r}")
     tables = {}
     for metric in metrics:
-        columns = {label: t[t.status == "ok"].groupby(keys[blocks])[metric].mean()
-                   for label, t in trials.items()}
+        columns = {
+            label: t[t.status == "ok"].groupby(keys[blocks])[metric].mean() for label, t in trials.items()
+        }
         tables[metric] = pd.DataFrame(columns).dropna()  # blocks every method completed
     return tables
 
 
 def markdown(table: pd.DataFrame, floatfmt: str = "{:.4f}") -> str:
     """A pipe table (index included) for report.md."""
+
     def cell(v):
         if isinstance(v, float) and v != 0 and abs(v) < 1e-3:
             return f"{v:.2e}"  # p-values
         return floatfmt.format(v) if isinstance(v, float) else str(v)
+
     header = [str(table.index.name or "")] + [str(c) for c in table.columns]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join([str(i)] + [cell(v) for v in row]) + " |"
-              for i, row in zip(table.index, table.itertuples(index=False))]
+    lines += [
+        "| " + " | ".join([str(i)] + [cell(v) for v in row]) + " |"
+        for i, row in zip(table.index, table.itertuples(index=False), strict=True)
+    ]
     return "\n".join(lines)
 
 
@@ -188,7 +245,7 @@ def dataset_report(dataset: str, runs: pd.DataFrame, cfg, out: Path) -> list[str
 
     out.mkdir(parents=True, exist_ok=True)
     summaries, trials = {}, {}
-    for run_id, method in zip(runs.run_id, runs["tags.method"]):
+    for run_id, method in zip(runs.run_id, runs["tags.method"], strict=True):
         summaries[method_label(method)] = _artifact_table(run_id, "summary.csv", index_col=0)
         trials[method_label(method)] = _artifact_table(run_id, "trials.csv")
     metrics = list(cfg.metrics)
@@ -201,17 +258,28 @@ def dataset_report(dataset: str, runs: pd.DataFrame, cfg, out: Path) -> list[str
     reference = method_label(cfg.reference)
     friedman = stats.friedman_table(tables, alpha=cfg.alpha)
     friedman.to_csv(out / "friedman.csv")
-    section += [f"Friedman test over blocks = {cfg.blocks} (Eq. 25; α = {cfg.alpha})", "",
-                markdown(friedman), ""]
+    section += [
+        f"Friedman test over blocks = {cfg.blocks} (Eq. 25; α = {cfg.alpha})",
+        "",
+        markdown(friedman),
+        "",
+    ]
     if reference in summaries and len(summaries) > 1:
         posthoc = stats.posthoc_table(tables, reference=reference, alpha=cfg.alpha)
         posthoc.to_csv(out / "posthoc.csv")
-        section += [f"Rank-sum differences D = R({reference}) − R(i) against the critical difference "
-                    "of Eq. 26 (real N; the paper's printed CD uses N = 1)", "", markdown(posthoc), ""]
+        section += [
+            f"Rank-sum differences D = R({reference}) − R(i) against the critical difference "
+            "of Eq. 26 (real N; the paper's printed CD uses N = 1)",
+            "",
+            markdown(posthoc),
+            "",
+        ]
     for metric, table in tables.items():
         if table.shape[1] > 2 and len(table) > 1:
-            save_figure(stats.cd_diagram(table, alpha=cfg.alpha, title=f"{dataset}: {metric}"),
-                        out / f"cd_{metric}.png")
+            save_figure(
+                stats.cd_diagram(table, alpha=cfg.alpha, title=f"{dataset}: {metric}"),
+                out / f"cd_{metric}.png",
+            )
             section += [f"![CD diagram {metric}]({dataset}/cd_{metric}.png)"]
     return section + [""]
 
@@ -220,20 +288,30 @@ FS_METRICS = ("hamming_loss", "micro_f1", "macro_f1")  # paper 004, Figs. 3-6
 TITLES.update(hamming_loss="Hamming loss")
 
 
-def plot_fraction_curves(runs: pd.DataFrame, metrics: Sequence[str] = FS_METRICS, title: str = "") -> plt.Figure:
+def plot_fraction_curves(
+    runs: pd.DataFrame, metrics: Sequence[str] = FS_METRICS, title: str = ""
+) -> plt.Figure:
     """Paper 004, Figs. 3-6: each metric (mean ± std over folds) against the % of features kept,
     one line per selector, one row of panels per classifier; all features as a horizontal line."""
     methods = list(dict.fromkeys(runs["tags.method"]))
-    fig, axes = plt.subplots(len(methods), len(metrics), figsize=(4.2 * len(metrics), 3.4 * len(methods)),
-                             squeeze=False)
-    for row, method in zip(axes, methods):
+    fig, axes = plt.subplots(
+        len(methods), len(metrics), figsize=(4.2 * len(metrics), 3.4 * len(methods)), squeeze=False
+    )
+    for row, method in zip(axes, methods, strict=True):
         mine = runs[runs["tags.method"] == method]
-        for ax, metric in zip(row, metrics):
+        for ax, metric in zip(row, metrics, strict=True):
             for selector, group in mine[mine["tags.selector"] != "none"].groupby("tags.selector"):
                 group = group.sort_values("fraction")
-                ax.errorbar(100 * group["fraction"], group[f"metrics.{metric}"],
-                            yerr=group[f"metrics.{metric}_std"], marker="o", markersize=3, capsize=2,
-                            linewidth=1, label=selector.upper())
+                ax.errorbar(
+                    100 * group["fraction"],
+                    group[f"metrics.{metric}"],
+                    yerr=group[f"metrics.{metric}_std"],
+                    marker="o",
+                    markersize=3,
+                    capsize=2,
+                    linewidth=1,
+                    label=selector.upper(),
+                )
             for value in mine.loc[mine["tags.selector"] == "none", f"metrics.{metric}"]:
                 ax.axhline(value, color="black", linestyle="--", linewidth=1, label="all features")
             ax.set_xlabel("Features kept (%)")
@@ -249,17 +327,25 @@ def plot_fraction_curves(runs: pd.DataFrame, metrics: Sequence[str] = FS_METRICS
 def fraction_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
     """Curves and the table (metric per selector and fraction) of one dataset's feature sweep."""
     out.mkdir(parents=True, exist_ok=True)
-    save_figure(plot_fraction_curves(runs, title=f"Feature selection on {dataset}"), out / "fraction_curves.png")
-    table = runs.pivot_table(index=["tags.method", "fraction"], columns="tags.selector",
-                             values=[f"metrics.{m}" for m in FS_METRICS])
+    save_figure(
+        plot_fraction_curves(runs, title=f"Feature selection on {dataset}"), out / "fraction_curves.png"
+    )
+    table = runs.pivot_table(
+        index=["tags.method", "fraction"],
+        columns="tags.selector",
+        values=[f"metrics.{m}" for m in FS_METRICS],
+    )
     table.columns = [f"{metric.removeprefix('metrics.')}[{sel}]" for metric, sel in table.columns]
     table.to_csv(out / "fraction_table.csv")
     section = [f"## {dataset}", "", f"![fraction curves]({dataset}/fraction_curves.png)", ""]
     for metric in FS_METRICS:
         wide = runs[runs["tags.selector"] != "none"].pivot_table(
-            index=["tags.method", "fraction"], columns="tags.selector", values=f"metrics.{metric}")
+            index=["tags.method", "fraction"], columns="tags.selector", values=f"metrics.{metric}"
+        )
         wide.index = [f"{m} {100 * f:.0f}%" for m, f in wide.index]
-        for method, value in runs.loc[runs["tags.selector"] == "none", ["tags.method", f"metrics.{metric}"]].values:
+        for method, value in runs.loc[
+            runs["tags.selector"] == "none", ["tags.method", f"metrics.{metric}"]
+        ].values:
             wide.loc[f"{method} all"] = value
         section += [f"{TITLES.get(metric, metric)} (mean over folds)", "", markdown(wide), ""]
     return section
@@ -268,35 +354,66 @@ def fraction_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
 # --- Paper 002, Tables 2/3: one number per (method, dataset), the paper's beside it ----------
 
 TABLE_METRICS = ("hamming_loss", "one_error", "coverage_norm", "ranking_loss", "avg_precision", "macro_auc")
-TITLES.update(one_error="One-error", coverage_norm="Coverage (÷ q)", ranking_loss="Ranking loss",
-              macro_auc="Macro-averaging AUC")
+TITLES.update(
+    one_error="One-error",
+    coverage_norm="Coverage (÷ q)",
+    ranking_loss="Ranking loss",
+    macro_auc="Macro-averaging AUC",
+)
 PAPER002_CSV = Path(__file__).resolve().parent / "data" / "builtin" / "paper002_tables.csv"
 # The CSV uses our dataset names; the paper's where they differ. Data sets we lack keep the paper's.
-PAPER002_NAMES = {"cal500": "CAL500", "langlog": "llog", "rcv1subset1-500": "rcv1-s1", "tmc2007-500": "tmc2007"}
+PAPER002_NAMES = {
+    "cal500": "CAL500",
+    "langlog": "llog",
+    "rcv1subset1-500": "rcv1-s1",
+    "tmc2007-500": "tmc2007",
+}
 # Columns of Table 2 (regular-scale) then Table 3 (large-scale); datasets not in the paper follow.
-PAPER002_DATASETS = ("cal500", "langlog", "enron", "image", "scene", "yeast", "slashdot", "corel5k",
-                     "rcv1subset1-500", "rcv1-s2", "bibtex", "corel16k-s1", "corel16k-s2", "tmc2007-500")
+PAPER002_DATASETS = (
+    "cal500",
+    "langlog",
+    "enron",
+    "image",
+    "scene",
+    "yeast",
+    "slashdot",
+    "corel5k",
+    "rcv1subset1-500",
+    "rcv1-s2",
+    "bibtex",
+    "corel16k-s1",
+    "corel16k-s2",
+    "tmc2007-500",
+)
 # Is our copy the paper's data set? Table 1 of the paper (n × d × q, LCard, distinct label sets)
 # against shared/datasets/MANIFEST.tsv. The numbers are only comparable where this says yes.
 COMPARABLE = {
     "cal500": ("yes", "502 × 68 × 174, LCard 26.044, 502 label sets, as in Table 1"),
-    "langlog": ("yes", "1460 × 1004 × 75, LCard 1.180 as in Table 1; but 304 distinct label sets here, "
-                       "286 in Table 1"),
+    "langlog": (
+        "yes",
+        "1460 × 1004 × 75, LCard 1.180 as in Table 1; but 304 distinct label sets here, 286 in Table 1",
+    ),
     "enron": ("yes", "1702 × 1001 × 53, LCard 3.378, 753 label sets, as in Table 1"),
     "image": ("no", "not available here"),
     "scene": ("yes", "2407 × 294 × 6, LCard 1.074, 15 label sets, as in Table 1"),
     "yeast": ("yes", "2417 × 103 × 14, LCard 4.237, 198 label sets, as in Table 1"),
     "slashdot": ("yes", "3782 × 1079 × 22, LCard 1.181, 156 label sets, as in Table 1"),
     "corel5k": ("yes", "5000 × 499 × 374, LCard 3.522, 3175 label sets, as in Table 1"),
-    "rcv1subset1-500": ("unclear", "the paper's rcv1-s1: the same 6000 instances and 101 labels (LCard "
-                                   "2.880, 1028 label sets) but 500 word features here, 944 in Table 1"),
+    "rcv1subset1-500": (
+        "unclear",
+        "the paper's rcv1-s1: the same 6000 instances and 101 labels (LCard "
+        "2.880, 1028 label sets) but 500 word features here, 944 in Table 1",
+    ),
     "rcv1-s2": ("no", "not available here"),
     "bibtex": ("yes", "7395 × 1836 × 159, LCard 2.402, 2856 label sets, as in Table 1"),
     "corel16k-s1": ("no", "not available here"),
     "corel16k-s2": ("no", "not available here"),
-    "tmc2007-500": ("unclear", "the paper's tmc2007: the same 22 labels (LCard 2.158, 1341 label sets) on "
-                               "28,596 instances (Table 1 prints 28,696) but 500 features here, 981 in "
-                               "Table 1 (not the full 49,060 either)"),
+    "tmc2007-500": (
+        "unclear",
+        "the paper's tmc2007: the same 22 labels (LCard 2.158, 1341 label sets) on "
+        "28,596 instances (Table 1 prints 28,696) but 500 features here, 981 in "
+        "Table 1 (not the full 49,060 either)",
+    ),
 }
 
 
@@ -321,8 +438,10 @@ def fully_supervised(runs: pd.DataFrame) -> bool:
     blank = pd.Series(None, index=runs.index, dtype=object)
     rates = runs.get("params.protocol.rates", blank)
     target = runs.get("params.protocol._target_", blank).fillna("").astype(str)
-    each = [_rates(r) == [1.0] if pd.notna(r) else t.endswith("cross_validation_trials")
-            for r, t in zip(rates, target)]
+    each = [
+        _rates(r) == [1.0] if pd.notna(r) else t.endswith("cross_validation_trials")
+        for r, t in zip(rates, target, strict=True)
+    ]
     return bool(each) and all(each)
 
 
@@ -338,12 +457,20 @@ def metric_table(runs: pd.DataFrame, paper: pd.DataFrame, metric: str) -> pd.Dat
     ``METRICS[metric].greater_is_better`` says."""
     nan = pd.Series(float("nan"), index=runs.index)
     single = runs.get("params.protocol.repeats", nan).astype(str) == "1"  # a std over one split is no spread
-    table = pd.DataFrame({"method": runs["tags.method"], "dataset": runs["tags.dataset"],
-                          "mean": runs.get(f"metrics.{metric}", nan),
-                          "std": runs.get(f"metrics.{metric}_std", nan).mask(single)}).reset_index(drop=True)
+    table = pd.DataFrame(
+        {
+            "method": runs["tags.method"],
+            "dataset": runs["tags.dataset"],
+            "mean": runs.get(f"metrics.{metric}", nan),
+            "std": runs.get(f"metrics.{metric}_std", nan).mask(single),
+        }
+    ).reset_index(drop=True)
     theirs = paper.loc[paper.metric == metric, ["method", "dataset", "mean", "std"]]
-    table = table.merge(theirs.rename(columns={"mean": "paper_mean", "std": "paper_std"}),
-                        on=["method", "dataset"], how="left")
+    table = table.merge(
+        theirs.rename(columns={"mean": "paper_mean", "std": "paper_std"}),
+        on=["method", "dataset"],
+        how="left",
+    )
     table["gap"] = table["mean"] - table["paper_mean"]
     printed = table["mean"].map(lambda v: float(f"{v:.3f}"))
     best = printed.groupby(table["dataset"]).transform("max" if METRICS[metric].greater_is_better else "min")
@@ -352,8 +479,11 @@ def metric_table(runs: pd.DataFrame, paper: pd.DataFrame, metric: str) -> pd.Dat
 
 
 def _cell(row) -> str:
-    ours = "—" if pd.isna(row["mean"]) else f"{row['mean']:.3f}" + (
-        "" if pd.isna(row["std"]) else f" ± {row['std']:.3f}")
+    ours = (
+        "—"
+        if pd.isna(row["mean"])
+        else f"{row['mean']:.3f}" + ("" if pd.isna(row["std"]) else f" ± {row['std']:.3f}")
+    )
     paper = "—" if pd.isna(row["paper_mean"]) else f"{row['paper_mean']:.3f}"
     return f"**{ours}** (paper {paper})" if row["best"] else f"{ours} (paper {paper})"
 
@@ -362,8 +492,9 @@ def table_layout(table: pd.DataFrame, values: pd.Series) -> pd.DataFrame:
     """Paper 002's layout of ``values`` (aligned with ``table``): rows = methods in the paper's
     order (display names), columns = datasets as in Tables 2 then 3; "—" where nothing is."""
     wide = table.assign(value=values).pivot(index="method", columns="dataset", values="value")
-    wide = wide.reindex(index=_ordered(table["method"], list(PAPER002)),
-                        columns=_ordered(table["dataset"], PAPER002_DATASETS)).fillna("—")
+    wide = wide.reindex(
+        index=_ordered(table["method"], list(PAPER002)), columns=_ordered(table["dataset"], PAPER002_DATASETS)
+    ).fillna("—")
     wide.index = pd.Index([method_label(m) for m in wide.index], name="method")
     wide.columns.name = None
     return wide
@@ -393,8 +524,10 @@ def _protocol_note(runs: pd.DataFrame) -> str:
         if len(groups) == 1:
             parts.append(f"{key} {groups.index[0]}")
         else:
-            parts.append(f"{key} " + ", ".join(f"{value} ({', '.join(sorted(names))})"
-                                               for value, names in groups.items()))
+            parts.append(
+                f"{key} "
+                + ", ".join(f"{value} ({', '.join(sorted(names))})" for value, names in groups.items())
+            )
     return f"Protocol of these runs: {'; '.join(parts) or 'unknown'}. The paper's: test_size 0.5, repeats 10."
 
 
@@ -406,32 +539,53 @@ def table_report(runs: pd.DataFrame, out: Path) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     runs = runs.drop_duplicates(["tags.dataset", "tags.method"], keep="last")
     paper = paper002_tables()
-    section = ["## Paper 002, Tables 2/3 layout: mean ± std over repetitions (paper's mean beside)", "",
-               _protocol_note(runs), "In bold: the best of our methods per dataset at 3 decimals "
-               "(↓ smaller is better, ↑ larger). Coverage is divided by q, as the paper's lies in [0, 1].",
-               "", *comparability_notes(runs["tags.dataset"].unique()), ""]
+    section = [
+        "## Paper 002, Tables 2/3 layout: mean ± std over repetitions (paper's mean beside)",
+        "",
+        _protocol_note(runs),
+        "In bold: the best of our methods per dataset at 3 decimals "
+        "(↓ smaller is better, ↑ larger). Coverage is divided by q, as the paper's lies in [0, 1].",
+        "",
+        *comparability_notes(runs["tags.dataset"].unique()),
+        "",
+    ]
     for metric in TABLE_METRICS:
         if f"metrics.{metric}" not in runs:
             continue
         table = metric_table(runs, paper, metric)
         table.to_csv(out / f"table_{metric}.csv", index=False)
         arrow = "↑" if METRICS[metric].greater_is_better else "↓"
-        section += [f"### {TITLES.get(metric, metric)} {arrow}", "",
-                    markdown(table_layout(table, table.apply(_cell, axis=1))), ""]
+        section += [
+            f"### {TITLES.get(metric, metric)} {arrow}",
+            "",
+            markdown(table_layout(table, table.apply(_cell, axis=1))),
+            "",
+        ]
         if metric == "avg_precision":
             gap = table_layout(table, table["gap"].map(lambda v: "—" if pd.isna(v) else f"{v:+.3f}"))
             gap.to_csv(out / "gap_avg_precision.csv")
-            section += ["Gap in average precision, ours − paper (comparable datasets: see above)", "",
-                        markdown(gap), ""]
+            section += [
+                "Gap in average precision, ours − paper (comparable datasets: see above)",
+                "",
+                markdown(gap),
+                "",
+            ]
     return section
 
 
 def _run_labels(runs: pd.DataFrame) -> pd.Series:
     """Method name plus the method parameters that differ between its runs (e.g. ``B=1.05``)."""
-    params = [c for c in runs if c.startswith("params.method.") and
-              runs.groupby("tags.method")[c].nunique(dropna=False).max() > 1]
-    return runs.apply(lambda r: " ".join([method_label(r["tags.method"]),
-                                          *[f"{c.rsplit('.', 1)[1]}={r[c]}" for c in params]]), axis=1)
+    params = [
+        c
+        for c in runs
+        if c.startswith("params.method.") and runs.groupby("tags.method")[c].nunique(dropna=False).max() > 1
+    ]
+    return runs.apply(
+        lambda r: " ".join(
+            [method_label(r["tags.method"]), *[f"{c.rsplit('.', 1)[1]}={r[c]}" for c in params]]
+        ),
+        axis=1,
+    )
 
 
 def dual_set_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
@@ -455,15 +609,26 @@ def dual_set_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
             paper = "—" if ref is None or dataset != "frequency_gender" else f"{ref[0]:.4f}"
             cells[metric] = (mean, f"{mean:.4f} ± {std:.4f} (paper {paper})")
         rows[run["label"]] = cells
-    table = pd.DataFrame({label: {m: text for m, (_, text) in cells.items()} for label, cells in rows.items()}).T
+    table = pd.DataFrame(
+        {label: {m: text for m, (_, text) in cells.items()} for label, cells in rows.items()}
+    ).T
     for metric in DUAL_METRICS:
         best = max(cells[metric][0] for cells in rows.values())
-        table[metric] = [f"**{text}**" if rows[label][metric][0] == best else text
-                         for label, text in zip(table.index, table[metric])]
+        table[metric] = [
+            f"**{text}**" if rows[label][metric][0] == best else text
+            for label, text in zip(table.index, table[metric], strict=True)
+        ]
     table.columns = [TITLES[m] for m in DUAL_METRICS]
     table.to_csv(out / "accuracies.csv")
-    section = [f"## {dataset}", "", "Five-fold accuracies (Definition 4), mean ± std over folds; the paper's "
-               "Frequency-Gender values beside ours", "", markdown(table), ""]
+    section = [
+        f"## {dataset}",
+        "",
+        "Five-fold accuracies (Definition 4), mean ± std over folds; the paper's "
+        "Frequency-Gender values beside ours",
+        "",
+        markdown(table),
+        "",
+    ]
     curves, panels = {}, {}
     for _, run in runs.iterrows():
         try:
@@ -473,8 +638,10 @@ def dual_set_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
         if paper_b:  # Fig. 3's sub-figures: one per B
             panels[run["label"]] = f"B={float(run['params.method.B']):.2f}"
     if curves:
-        save_figure(plot_rounds(curves, title=f"Accuracy after each round on {dataset}", panels=panels),
-                    out / "rounds.png")
+        save_figure(
+            plot_rounds(curves, title=f"Accuracy after each round on {dataset}", panels=panels),
+            out / "rounds.png",
+        )
         section += [f"![rounds]({dataset}/rounds.png)", ""]
     return section
 
@@ -488,8 +655,12 @@ def build_report(cfg) -> Path:
     experiment_id = setup_from_config(cfg.tracking)
     runs = latest_runs(cfg.tracking.uri, experiment)
     out = Path(cfg.report.out) / experiment
-    sections = [f"# Comparison report: MLflow experiment `{experiment}`", "",
-                f"{len(runs)} runs (latest finished per dataset and method) from {cfg.tracking.uri}.", ""]
+    sections = [
+        f"# Comparison report: MLflow experiment `{experiment}`",
+        "",
+        f"{len(runs)} runs (latest finished per dataset and method) from {cfg.tracking.uri}.",
+        "",
+    ]
     # Layouts: a feature-fraction sweep (paper 004) if any run has a selector; else, if every run
     # labels all its training points (see fully_supervised), paper 002's tables; else paper 000.
     feature_sweep = (runs["tags.selector"] != "none").any()
@@ -506,9 +677,11 @@ def build_report(cfg) -> Path:
                 sections += dataset_report(dataset, group, cfg.report, out / dataset)
     (out / "report.md").write_text("\n".join(sections))
     with mlflow.start_run(experiment_id=experiment_id, run_name="report") as run:
-        log_batch(run.info.run_id, tags={**provenance_tags(), "kind": "report",
-                                         "source_runs": ",".join(runs.run_id)[:5000]},
-                  params={f"report.{k}": str(v) for k, v in cfg.report.items()})
+        log_batch(
+            run.info.run_id,
+            tags={**provenance_tags(), "kind": "report", "source_runs": ",".join(runs.run_id)[:5000]},
+            params={f"report.{k}": str(v) for k, v in cfg.report.items()},
+        )
         mlflow.log_artifacts(str(out))
     log.info("report: %s (MLflow run %s)", out / "report.md", run.info.run_id)
     return out

@@ -20,8 +20,8 @@ import os
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import joblib
 import numpy as np
@@ -65,8 +65,13 @@ def available_cores() -> int:
     return int(slurm) if slurm.isdigit() and int(slurm) > 0 else joblib.cpu_count()
 
 
-def resolve_parallelism(n_jobs: int | str, in_parallel_launcher: bool, cores: int | None = None,
-                        n_trials: int | None = None, launcher_jobs: int | None = None) -> Parallelism:
+def resolve_parallelism(
+    n_jobs: int | str,
+    in_parallel_launcher: bool,
+    cores: int | None = None,
+    n_trials: int | None = None,
+    launcher_jobs: int | None = None,
+) -> Parallelism:
     """``n_jobs="auto"`` uses every core: one trial process per core, or, with fewer pending
     trials than cores, one process per trial and the spare cores as BLAS threads (one large
     trial gets them all). Inside a parallel Hydra launcher, whose jobs share the cores, one
@@ -84,8 +89,11 @@ def resolve_parallelism(n_jobs: int | str, in_parallel_launcher: bool, cores: in
 
 def _staged_accuracies(model, X_test, Y_test) -> dict:
     """Paper 001, Fig. 3: the dual-set accuracies after each boosting round t (``<metric>@t``)."""
-    return {f"{k}@{t}": v for t, Y_t in enumerate(model.staged_predict(X_test), start=1)
-            for k, v in evaluate_dual_set(Y_test, Y_t).items()}
+    return {
+        f"{k}@{t}": v
+        for t, Y_t in enumerate(model.staged_predict(X_test), start=1)
+        for k, v in evaluate_dual_set(Y_test, Y_t).items()
+    }
 
 
 def _needs_scores(metrics) -> bool:
@@ -110,15 +118,25 @@ def _solver_report(model) -> dict:
     approximate solver), as ``solver_<key>`` columns of the trial's row."""
     final = model.steps[-1][1] if hasattr(model, "steps") else model
     report = getattr(final, "solver_report_", None) or {}
-    return {f"solver_{k}": float(v) for k, v in report.items()
-            if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)}
+    return {
+        f"solver_{k}": float(v)
+        for k, v in report.items()
+        if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+    }
 
 
 def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int, evaluation: dict) -> dict:
     die_with_parent()  # a worker whose job is killed, even by SIGKILL, goes with it
-    row = {"rate": trial.rate, "step": trial.step, "repetition": trial.repetition,
-           "n_train": len(trial.train), "n_labelled": int(trial.labelled.sum()),
-           "n_test": len(trial.test), "status": "ok", "error": ""}
+    row = {
+        "rate": trial.rate,
+        "step": trial.step,
+        "repetition": trial.repetition,
+        "n_train": len(trial.train),
+        "n_labelled": int(trial.labelled.sum()),
+        "n_test": len(trial.test),
+        "status": "ok",
+        "error": "",
+    }
     try:
         # undefined F1 terms are counted per trial (n_degenerate_labels) and warned once per run
         with thread_pools().limit(limits=blas_threads), warnings.catch_warnings():
@@ -141,31 +159,49 @@ def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int, evaluati
             if hasattr(model, "staged_predict") and set(metrics or ()) <= set(DUAL_SET_METRICS):
                 row.update(_staged_accuracies(model, X_test, Y[trial.test]))
     except Exception as exc:  # a failed trial is data, not a crash of the job
-        row.update(status="failed", error=f"{type(exc).__name__}: {exc}",
-                   traceback=traceback.format_exc(limit=8))
+        row.update(
+            status="failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=8)
+        )
     return row
 
 
-def run_trials(estimator, X, Y, trials: list[Trial], metrics=None,
-               parallelism: Parallelism = Parallelism(1, 1), progress: bool = True,
-               description: str = "trials", evaluation: dict | None = None,
-               done: pd.DataFrame | None = None,
-               on_row: Callable[[dict], None] | None = None) -> pd.DataFrame:
+def run_trials(
+    estimator,
+    X,
+    Y,
+    trials: list[Trial],
+    metrics=None,
+    parallelism: Parallelism = Parallelism(1, 1),
+    progress: bool = True,
+    description: str = "trials",
+    evaluation: dict | None = None,
+    done: pd.DataFrame | None = None,
+    on_row: Callable[[dict], None] | None = None,
+) -> pd.DataFrame:
     """Run every trial not already in ``done`` (rows of an interrupted run, matched by
     (rate, repetition)); return one row per trial, sorted by (rate, repetition). ``evaluation``
     holds the keyword options of :func:`mlgraph.metrics.evaluate`."""
     if sp.issparse(X):
         X = X.tocsr()
     done = done if done is not None and len(done) else pd.DataFrame(columns=["rate", "repetition"])
-    finished = set(zip(done["rate"].astype(float).round(10), done["repetition"].astype(int)))
+    finished = set(zip(done["rate"].astype(float).round(10), done["repetition"].astype(int), strict=True))
     pending = [t for t in trials if (round(t.rate, 10), t.repetition) not in finished]
-    jobs = (delayed(_run_one)(estimator, X, Y, t, metrics, parallelism.blas_threads, evaluation or {})
-            for t in pending)
-    results = Parallel(n_jobs=min(parallelism.n_jobs, max(1, len(pending))),
-                       return_as="generator_unordered")(jobs)
+    jobs = (
+        delayed(_run_one)(estimator, X, Y, t, metrics, parallelism.blas_threads, evaluation or {})
+        for t in pending
+    )
+    results = Parallel(n_jobs=min(parallelism.n_jobs, max(1, len(pending))), return_as="generator_unordered")(
+        jobs
+    )
     rows = []
-    for row in tqdm(results, total=len(pending), desc=description, disable=not progress,
-                    mininterval=1.0, dynamic_ncols=True):
+    for row in tqdm(
+        results,
+        total=len(pending),
+        desc=description,
+        disable=not progress,
+        mininterval=1.0,
+        dynamic_ncols=True,
+    ):
         rows.append(row)
         if on_row is not None:
             on_row(row)
@@ -182,7 +218,8 @@ def summarise(table: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     summary["n_ok"] = ok.groupby("rate").size()
     summary = summary.reindex(sorted(table.rate.unique()))
     summary["n_ok"] = summary["n_ok"].fillna(0).astype(int)
-    summary["n_failed"] = table[table.status != "ok"].groupby("rate").size().reindex(
-        summary.index, fill_value=0).astype(int)
+    summary["n_failed"] = (
+        table[table.status != "ok"].groupby("rate").size().reindex(summary.index, fill_value=0).astype(int)
+    )
     summary.insert(0, "step", [rate_step(r) for r in summary.index])
     return summary

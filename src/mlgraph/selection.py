@@ -307,8 +307,9 @@ def gmba_loss_grad(X, s, i, hits, misses, margin, omega, lam=1.0):
     omega = np.asarray(omega, dtype=np.float64)
     X2 = _squares(X)
     d = _sq_dists_from(X, X2, _row(X, i), omega * omega)
-    loss, c = _gmba_coefficients(d, np.asarray(s, dtype=np.float64), np.asarray(hits),
-                                 np.asarray(misses), float(margin), lam)
+    loss, c = _gmba_coefficients(
+        d, np.asarray(s, dtype=np.float64), np.asarray(hits), np.asarray(misses), float(margin), lam
+    )
     return loss, 2.0 * omega * _weighted_sq_diff_rows(X, X2, np.array([i]), c[None, :])[0]
 
 
@@ -344,8 +345,10 @@ class _RankingSelector(SelectorMixin, BaseEstimator):
 
     def _check_size_params(self) -> None:
         if self.fraction is not None and self.k is not None:
-            raise ValueError(f"{type(self).__name__}: give either fraction or k, not both "
-                             f"(fraction={self.fraction!r}, k={self.k!r})")
+            raise ValueError(
+                f"{type(self).__name__}: give either fraction or k, not both "
+                f"(fraction={self.fraction!r}, k={self.k!r})"
+            )
         if self.fraction is not None and not (_is_real(self.fraction) and 0 < self.fraction <= 1):
             self._fail("fraction", "a number in (0, 1]")
         if self.k is not None and not (_is_int(self.k) and self.k >= 1):
@@ -374,16 +377,23 @@ class _RankingSelector(SelectorMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=True)
         X, Yc = _labelled_part(X, Y)
         if X.shape[0] < 2:
-            raise ValueError(f"{type(self).__name__} needs at least 2 labelled training rows, got {X.shape[0]}")
+            raise ValueError(
+                f"{type(self).__name__} needs at least 2 labelled training rows, got {X.shape[0]}"
+            )
         self.n_selected(X.shape[1])  # k <= d
         constant = _constant_features(X)
         if self.memory is None:
             scores = self._score(X, Yc, constant)
         else:  # one ranking per training part serves every fraction of a sweep, across jobs
             ranker = clone(self).set_params(fraction=None, k=None, memory=None)
-            fitted = cached(self.memory, "rankings", lambda: _scores(ranker, X, Yc, constant),
-                            inputs={"X": X, "Y": Yc, "constant": constant}, module="mlgraph.selection",
-                            params={"selector": type(self).__name__, **ranker.get_params()})
+            fitted = cached(
+                self.memory,
+                "rankings",
+                lambda: _scores(ranker, X, Yc, constant),
+                inputs={"X": X, "Y": Yc, "constant": constant},
+                module="mlgraph.selection",
+                params={"selector": type(self).__name__, **ranker.get_params()},
+            )
             scores = fitted.pop("scores")
             for name, value in fitted.items():
                 setattr(self, name, value)
@@ -430,8 +440,19 @@ class GMBA(_RankingSelector):
     O(I nnz(X) + I n) for sparse X); memory O(256 (n + d)) beyond X.
     """
 
-    def __init__(self, fraction=None, k=None, n_neighbors=3, s_min=1.0, lam=1.0, n_iter=None,
-                 beta=0.9, adaptive_metric=False, random_state=None, memory=None):
+    def __init__(
+        self,
+        fraction=None,
+        k=None,
+        n_neighbors=3,
+        s_min=1.0,
+        lam=1.0,
+        n_iter=None,
+        beta=0.9,
+        adaptive_metric=False,
+        random_state=None,
+        memory=None,
+    ):
         self.fraction = fraction
         self.k = k
         self.memory = memory
@@ -477,7 +498,7 @@ class GMBA(_RankingSelector):
         # G_i = sum_j c_ij (x_i - x_j)^2 are computed for blocks of picks with BLAS-3.
         block = 1 if self.adaptive_metric else max(1, min(256, _CHUNK // max(n, n_features, 1)))
         for start in range(0, n_iter, block):
-            rows = order[start:start + block]
+            rows = order[start : start + block]
             S = _similarity_rows(Y, Yw, degree, rows)
             if self.adaptive_metric:
                 D = _sq_dists_from(X, X2, _row(X, rows[0]), omega * omega)[None, :]
@@ -500,9 +521,12 @@ class GMBA(_RankingSelector):
                     omega = omega - beta * grad / norm
                     updates += 1
         if updates == 0:
-            warnings.warn("GMBA made no update: no picked instance had both a similar and a "
-                          "dissimilar instance (check s_min and the label sets)", UserWarning,
-                          stacklevel=3)
+            warnings.warn(
+                "GMBA made no update: no picked instance had both a similar and a "
+                "dissimilar instance (check s_min and the label sets)",
+                UserWarning,
+                stacklevel=3,
+            )
         self.weights_ = omega
         self.visit_order_ = order
         self.n_updates_ = updates
@@ -609,11 +633,15 @@ class MLRF(_RankingSelector):
                 rows.append(np.broadcast_to(b[:, None], nb.shape)[sel])
                 cols.append(nb[sel])
                 vals.append(w_full[sel])
-        W = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                          shape=(n, n)).tocsr()
+        W = sp.coo_matrix(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)
+        ).tocsr()
         W.sum_duplicates()
-        spread = (X.max(axis=0).toarray().ravel() - X.min(axis=0).toarray().ravel()
-                  if sp.issparse(X) else np.ptp(X, axis=0))
+        spread = (
+            X.max(axis=0).toarray().ravel() - X.min(axis=0).toarray().ravel()
+            if sp.issparse(X)
+            else np.ptp(X, axis=0)
+        )
         spread = np.where(spread > 0, spread, 1.0)
         pi = np.repeat(np.arange(n), np.diff(W.indptr))
         pj, pw = W.indices, W.data

@@ -64,8 +64,10 @@ def deferred():
     if threading.current_thread() is not threading.main_thread():
         yield pending
         return
-    previous = {s: signal.signal(s, lambda signum, frame: pending.append(signum))
-                for s in (signal.SIGTERM, signal.SIGINT)}
+    previous = {
+        s: signal.signal(s, lambda signum, frame: pending.append(signum))
+        for s in (signal.SIGTERM, signal.SIGINT)
+    }
     try:
         yield pending
     finally:

@@ -42,7 +42,8 @@ the global pyplot state.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -287,20 +288,22 @@ def rank_sum_differences(
         D = float(R[reference] - R[method])
         sig = abs(D) >= cd
         sig1 = abs(D) >= cd1
-        rows.append({
-            "method": method,
-            "label": _d_label(ref_pos, pos, k),
-            "R_reference": float(R[reference]),
-            "R_i": float(R[method]),
-            "D": D,
-            "abs_D": abs(D),
-            "CD": cd,
-            "significant": sig,
-            "verdict": _verdict(D, sig),
-            "CD_paper_N1": cd1,
-            "significant_paper_N1": sig1,
-            "verdict_paper_N1": _verdict(D, sig1),
-        })
+        rows.append(
+            {
+                "method": method,
+                "label": _d_label(ref_pos, pos, k),
+                "R_reference": float(R[reference]),
+                "R_i": float(R[method]),
+                "D": D,
+                "abs_D": abs(D),
+                "CD": cd,
+                "significant": sig,
+                "verdict": _verdict(D, sig),
+                "CD_paper_N1": cd1,
+                "significant_paper_N1": sig1,
+                "verdict_paper_N1": _verdict(D, sig1),
+            }
+        )
     return pd.DataFrame(rows).set_index("method")
 
 
@@ -408,7 +411,7 @@ def bonferroni_dunn(
             "p_value": p,
             "p_adjusted": p_adj,
             "significant": sig,
-            "verdict": [_verdict(d, s) for d, s in zip(diff, sig)],
+            "verdict": [_verdict(d, s) for d, s in zip(diff, sig, strict=True)],
         },
         index=pd.Index(others, name="method"),
     )
@@ -447,21 +450,35 @@ def cd_diagram(
         fig = Figure(figsize=(width, 1.6 + 0.3 * (math.ceil(k / 2) + 3)))
         FigureCanvasAgg(fig)
         ax = fig.add_subplot()
-        fig.subplots_adjust(left=label_in / width + 0.02, right=1 - label_in / width - 0.02,
-                            top=0.88 if title else 0.96, bottom=0.04)
+        fig.subplots_adjust(
+            left=label_in / width + 0.02,
+            right=1 - label_in / width - 0.02,
+            top=0.88 if title else 0.96,
+            bottom=0.04,
+        )
     else:
         fig = ax.figure
     sp.critical_difference_diagram(
-        res["average_ranks"], res["p_values"], alpha=alpha, ax=ax,
-        label_fmt_left="{label} ({rank:.2f})", label_fmt_right="({rank:.2f}) {label}",
+        res["average_ranks"],
+        res["p_values"],
+        alpha=alpha,
+        ax=ax,
+        label_fmt_left="{label} ({rank:.2f})",
+        label_fmt_right="({rank:.2f}) {label}",
         text_h_margin=0.02 * max(np.ptp(res["average_ranks"].to_numpy()), 0.5),
     )
     # The CD bar is drawn here rather than by scikit-posthocs (cd=...), which puts it at y = 0.5,
     # on top of the tick labels of the rank axis.
     start = float(res["average_ranks"].min())
     ax.plot([start, start + res["CD"]], [1.3, 1.3], color="k", linewidth=1.5, marker="|", markersize=8)
-    ax.text(start + res["CD"] / 2, 1.45, f"CD = {res['CD']:.2f} (Nemenyi, α = {alpha:g})",
-            ha="center", va="bottom", fontsize=9)
+    ax.text(
+        start + res["CD"] / 2,
+        1.45,
+        f"CD = {res['CD']:.2f} (Nemenyi, α = {alpha:g})",
+        ha="center",
+        va="bottom",
+        fontsize=9,
+    )
     ax.set_ylim(top=2.1)
     ax.tick_params(axis="x", labelsize=9)
     if title:
@@ -496,8 +513,19 @@ def friedman_table(
     ``mlgraph.metrics.METRICS[metric].greater_is_better`` (True for unknown names).  ``F_R`` does
     not depend on the direction, the table is the same either way.
     """
-    cols = ["N", "K", "F_R", "chi2_critical", "p_value", "reject_H0", "F_R_tie_corrected",
-            "F_F", "F_critical", "F_p_value", "reject_H0_iman_davenport"]
+    cols = [
+        "N",
+        "K",
+        "F_R",
+        "chi2_critical",
+        "p_value",
+        "reject_H0",
+        "F_R_tie_corrected",
+        "F_F",
+        "F_critical",
+        "F_p_value",
+        "reject_H0_iman_davenport",
+    ]
     rows = {}
     for metric, scores in tables.items():
         res = friedman_test(scores, alpha, _direction(metric, higher_is_better))

@@ -40,8 +40,13 @@ log = logging.getLogger(__name__)
 
 ENV_PARENT, ENV_SWEEP, ENV_KEYS = "MLGRAPH_PARENT_RUN_ID", "MLGRAPH_SWEEP_ID", "MLGRAPH_SWEPT_KEYS"
 ENV_JOBS = "MLGRAPH_SWEEP_JOBS"
-HEADLINE = ("avg_precision_overall", "accuracy_all_overall", "micro_f1_overall", "macro_f1_overall",
-            "hamming_loss_overall")
+HEADLINE = (
+    "avg_precision_overall",
+    "accuracy_all_overall",
+    "micro_f1_overall",
+    "macro_f1_overall",
+    "hamming_loss_overall",
+)
 # Keys never shown in a run name: they are in its prefix, or change nothing that is computed.
 _UNNAMED = {"method", "dataset", "progress", "n_jobs", "resume", "strict", "graph_cache"}
 
@@ -58,12 +63,14 @@ class JobInfo:
     choices: dict = field(default_factory=dict)
 
     @classmethod
-    def from_hydra(cls, hc) -> "JobInfo":
+    def from_hydra(cls, hc) -> JobInfo:
         overrides = tuple(hc.overrides.task)
         choices = dict(hc.runtime.choices)
         if os.environ.get(ENV_PARENT) and hc.mode.name == "MULTIRUN":
             keys = tuple(k for k in os.environ.get(ENV_KEYS, "").split(",") if k)
-            return cls(overrides, keys, os.environ.get(ENV_SWEEP), hc.job.num, os.environ[ENV_PARENT], choices)
+            return cls(
+                overrides, keys, os.environ.get(ENV_SWEEP), hc.job.num, os.environ[ENV_PARENT], choices
+            )
         return cls(overrides, None, None, None, None, choices)
 
     def tags(self) -> dict[str, str]:
@@ -100,8 +107,10 @@ def sweep_size(config: DictConfig) -> int | None:
     when a glob or an interval sweep makes it unknown here."""
     args = [f"{k}={v}" for k, v in _sweeper_params(config).items()] + list(config.hydra.overrides.task)
     try:
-        counts = {o.get_key_element(): len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1
-                  for o in OverridesParser.create().parse_overrides(args)}
+        counts = {
+            o.get_key_element(): len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1
+            for o in OverridesParser.create().parse_overrides(args)
+        }
     except HydraException:
         return None
     return math.prod(counts.values())
@@ -129,7 +138,7 @@ def run_name(cfg: DictConfig, job: JobInfo) -> str:
     keys = [k for k in keys if k not in _UNNAMED and not k.startswith(("hydra", "tracking"))]
     shorts = [k.split(".")[-1].split("/")[-1] for k in keys]
     parts = []
-    for key, short in zip(keys, shorts):
+    for key, short in zip(keys, shorts, strict=True):
         label = short if shorts.count(short) == 1 else key
         value = job.choices.get(key)  # a config group is named by the option chosen
         if value is None:
@@ -155,13 +164,22 @@ def close_orphaned_sweep() -> None:
 
 def sweep_table(client: mlflow.MlflowClient, experiment_id: str, parent_id: str) -> pd.DataFrame:
     """One row per job of the sweep (the latest run of each config), headline metrics included."""
-    runs = client.search_runs([experiment_id], f"tags.`mlflow.parentRunId` = '{parent_id}'",
-                              run_view_type=mlflow.entities.ViewType.ACTIVE_ONLY, max_results=50000)
+    runs = client.search_runs(
+        [experiment_id],
+        f"tags.`mlflow.parentRunId` = '{parent_id}'",
+        run_view_type=mlflow.entities.ViewType.ACTIVE_ONLY,
+        max_results=50000,
+    )
     rows = []
     for r in sorted(runs, key=lambda r: r.info.start_time):
-        row = {"job_num": r.data.tags.get("job_num"), "run_name": r.info.run_name,
-               "overrides": r.data.tags.get("overrides", ""), "status": r.info.status,
-               "run_id": r.info.run_id, "config_hash": r.data.tags.get("config_hash")}
+        row = {
+            "job_num": r.data.tags.get("job_num"),
+            "run_name": r.info.run_name,
+            "overrides": r.data.tags.get("overrides", ""),
+            "status": r.info.status,
+            "run_id": r.info.run_id,
+            "config_hash": r.data.tags.get("config_hash"),
+        }
         row.update({m: r.data.metrics.get(m) for m in HEADLINE if m in r.data.metrics})
         rows.append(row)
     table = pd.DataFrame(rows)
@@ -186,8 +204,13 @@ def sweep_key(config: DictConfig) -> str:
     """Identifies a sweep by its experiment, command-line overrides and sweeper params, so
     that running the same command again with ``resume=true`` finds its parent run."""
     params = _sweeper_params(config)
-    text = repr((config.tracking.experiment, sorted(o for o in config.hydra.overrides.task
-                                                    if not o.startswith("resume=")), sorted(params.items())))
+    text = repr(
+        (
+            config.tracking.experiment,
+            sorted(o for o in config.hydra.overrides.task if not o.startswith("resume=")),
+            sorted(params.items()),
+        )
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -200,19 +223,29 @@ def check_slurm(launcher: DictConfig) -> None:
     partition, time, CPUs and memory would be accepted; say the command and its answer if not."""
     if "SlurmLauncher" not in str(launcher.get("_target_", "")):
         return
-    command = ["sbatch", "--test-only", f"--time={int(launcher.timeout_min)}",
-               f"--cpus-per-task={int(launcher.cpus_per_task)}", f"--mem={int(launcher.mem_gb)}G",
-               "--wrap=true", *([f"--partition={launcher.partition}"] if launcher.get("partition") else [])]
+    command = [
+        "sbatch",
+        "--test-only",
+        f"--time={int(launcher.timeout_min)}",
+        f"--cpus-per-task={int(launcher.cpus_per_task)}",
+        f"--mem={int(launcher.mem_gb)}G",
+        "--wrap=true",
+        *([f"--partition={launcher.partition}"] if launcher.get("partition") else []),
+    ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
-        raise SlurmRefused(f"cannot submit to SLURM: `{' '.join(command)}` failed ({exc}); nothing was "
-                           "submitted. Is this a SLURM login node (sbatch on PATH, SLURM_CONF)?") from exc
+        raise SlurmRefused(
+            f"cannot submit to SLURM: `{' '.join(command)}` failed ({exc}); nothing was "
+            "submitted. Is this a SLURM login node (sbatch on PATH, SLURM_CONF)?"
+        ) from exc
     if done.returncode != 0:
         answer = (done.stderr or done.stdout).strip().splitlines()
-        raise SlurmRefused(f"SLURM refuses the sweep's jobs: `{' '.join(command)}` said "
-                           f"{answer[-1] if answer else f'exit status {done.returncode}'!r}; nothing was "
-                           "submitted. Check hydra.launcher.partition, timeout_min, cpus_per_task and mem_gb.")
+        raise SlurmRefused(
+            f"SLURM refuses the sweep's jobs: `{' '.join(command)}` said "
+            f"{answer[-1] if answer else f'exit status {done.returncode}'!r}; nothing was "
+            "submitted. Check hydra.launcher.partition, timeout_min, cpus_per_task and mem_gb."
+        )
 
 
 class SweepCallback(Callback):
@@ -236,9 +269,16 @@ class SweepCallback(Callback):
         self.client = mlflow.MlflowClient(config.tracking.uri)
         self.experiment_id, self.sweep_dir = experiment_id, Path(config.hydra.sweep.dir)
         key = sweep_key(config)
-        previous = self.client.search_runs(
-            [experiment_id], f"tags.sweep_key = '{key}' and tags.kind = 'sweep'",
-            order_by=["attributes.start_time DESC"], max_results=1) if config.get("resume") else []
+        previous = (
+            self.client.search_runs(
+                [experiment_id],
+                f"tags.sweep_key = '{key}' and tags.kind = 'sweep'",
+                order_by=["attributes.start_time DESC"],
+                max_results=1,
+            )
+            if config.get("resume")
+            else []
+        )
         if previous:
             run = previous[0]
             self.client.update_run(run.info.run_id, status="RUNNING")
@@ -247,14 +287,26 @@ class SweepCallback(Callback):
         else:
             sweep_id = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:4]
             keys = swept_keys(config)
-            run = self.client.create_run(experiment_id, run_name=f"sweep {sweep_id}: {' '.join(keys)}",
-                                         tags={"kind": "sweep", "sweep_id": sweep_id, "sweep_key": key,
-                                               "swept": ",".join(keys),
-                                               "overrides": " ".join(config.hydra.overrides.task)[:5000]})
+            run = self.client.create_run(
+                experiment_id,
+                run_name=f"sweep {sweep_id}: {' '.join(keys)}",
+                tags={
+                    "kind": "sweep",
+                    "sweep_id": sweep_id,
+                    "sweep_key": key,
+                    "swept": ",".join(keys),
+                    "overrides": " ".join(config.hydra.overrides.task)[:5000],
+                },
+            )
         self.parent = run.info.run_id
-        os.environ.update({ENV_PARENT: self.parent, ENV_SWEEP: sweep_id,
-                           ENV_KEYS: run.data.tags.get("swept", ",".join(swept_keys(config))),
-                           ENV_JOBS: str(sweep_size(config) or "")})
+        os.environ.update(
+            {
+                ENV_PARENT: self.parent,
+                ENV_SWEEP: sweep_id,
+                ENV_KEYS: run.data.tags.get("swept", ",".join(swept_keys(config))),
+                ENV_JOBS: str(sweep_size(config) or ""),
+            }
+        )
         atexit.register(self._close)
         for signum in (signal.SIGTERM, signal.SIGINT):  # the sweep's own process: close, then die
             signal.signal(signum, self._on_signal)
@@ -283,17 +335,25 @@ class SweepCallback(Callback):
         path = self.sweep_dir / "sweep.csv"
         table.to_csv(path, index=False)
         self.client.log_artifact(parent, str(path))
-        tags = {"jobs": str(len(table)),
-                "jobs_finished": str(int((table.status == "FINISHED").sum())) if len(table) else "0"}
+        tags = {
+            "jobs": str(len(table)),
+            "jobs_finished": str(int((table.status == "FINISHED").sum())) if len(table) else "0",
+        }
         best = _best(table) if len(table) else None
         if best is not None:
-            tags.update(best_run=best.run_name, best_run_id=best.run_id, best_metric=best.name,
-                        best_value=canonical(float(best[best.name])))
+            tags.update(
+                best_run=best.run_name,
+                best_run_id=best.run_id,
+                best_metric=best.name,
+                best_value=canonical(float(best[best.name])),
+            )
         for k, v in tags.items():
             self.client.set_tag(parent, k, v)
         all_done = bool(len(table)) and (table.status == "FINISHED").all()
         status = "KILLED" if self.interrupted else ("FINISHED" if self.completed and all_done else "FAILED")
         self.client.set_terminated(parent, status)
-        print(f"sweep {parent}: {tags['jobs_finished']} of {tags['jobs']} jobs finished, "
-              f"table {path}" + (f", best {best.run_name} ({best.name} {best[best.name]:.4f})"
-                                 if best is not None else ""))
+        print(
+            f"sweep {parent}: {tags['jobs_finished']} of {tags['jobs']} jobs finished, "
+            f"table {path}"
+            + (f", best {best.run_name} ({best.name} {best[best.name]:.4f})" if best is not None else "")
+        )

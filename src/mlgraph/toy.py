@@ -33,7 +33,7 @@ from mlgraph.methods.label_manifold import label_manifold, lle_weights
 
 __all__ = ["TOY_M", "ToyResult", "plot_toy", "toy_data", "toy_experiment"]
 
-TOY_M = np.array([[0.48, 0.21], [0.87, -0.76], [-0.12, 0.3]])   # Eq. 13
+TOY_M = np.array([[0.48, 0.21], [0.87, -0.76], [-0.12, 0.3]])  # Eq. 13
 LAYOUTS = ("grid", "uniform")
 
 
@@ -49,8 +49,9 @@ class ToyResult:
     correlation: np.ndarray
 
 
-def toy_data(n_side: int = 25, extent: float = 3.0, layout: str = "grid",
-             random_state: int | None = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def toy_data(
+    n_side: int = 25, extent: float = 3.0, layout: str = "grid", random_state: int | None = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(X, μ = Mᵀx, Y = [μ > 0]) of the paper's toy example, n_side² points."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
@@ -69,8 +70,15 @@ def toy_data(n_side: int = 25, extent: float = 3.0, layout: str = "grid",
     return X, mu, (mu > 0).astype(np.int8)
 
 
-def toy_experiment(n_side: int = 25, extent: float = 3.0, layout: str = "grid", n_neighbors: int | None = None,
-                   lam: float = 1.0, reg: float = 1e-3, random_state: int | None = 0) -> ToyResult:
+def toy_experiment(
+    n_side: int = 25,
+    extent: float = 3.0,
+    layout: str = "grid",
+    n_neighbors: int | None = None,
+    lam: float = 1.0,
+    reg: float = 1e-3,
+    random_state: int | None = 0,
+) -> ToyResult:
     """Reconstruct the toy's numerical labels from the features and the label signs only."""
     X, mu_true, Y = toy_data(n_side, extent, layout, random_state)
     k = Y.shape[1] + 1 if n_neighbors is None else n_neighbors
@@ -84,13 +92,15 @@ def plot_toy(result: ToyResult, path=None) -> Figure:
     numerical labels, coloured by the logical label vector. Saved to ``path`` when given."""
     fig = Figure(figsize=(13.5, 4.2))
     FigureCanvasAgg(fig)
-    colour = result.Y @ np.array([1, 2])                 # four sign patterns → four colours
+    colour = result.Y @ np.array([1, 2])  # four sign patterns → four colours
     cmap, kw = "viridis", {"s": 8, "vmin": 0, "vmax": 3}
     ax = fig.add_subplot(1, 3, 1, projection="3d")
     ax.scatter(*result.X.T, c=colour, cmap=cmap, **kw)
     ax.set(title="(a) feature space", xlabel="$x_1$", ylabel="$x_2$", zlabel="$x_3$")
-    for i, (mu, title) in enumerate([(result.mu_true, "(b) true numerical labels"),
-                                     (result.mu, "(c) reconstructed numerical labels")], start=2):
+    for i, (mu, title) in enumerate(
+        [(result.mu_true, "(b) true numerical labels"), (result.mu, "(c) reconstructed numerical labels")],
+        start=2,
+    ):
         ax = fig.add_subplot(1, 3, i)
         ax.scatter(mu[:, 0], mu[:, 1], c=colour, cmap=cmap, **kw)
         ax.axhline(0, color="grey", lw=0.5)
@@ -117,14 +127,20 @@ def run_toy(cfg) -> None:
 
     experiment_id = setup_experiment(cfg.tracking.uri, "toy", cfg.tracking.get("artifact_location"))
     result = toy_experiment()
-    with mlflow.start_run(experiment_id=experiment_id, run_name="ml2-toy") as run, \
-            tempfile.TemporaryDirectory() as tmp:
-        log_batch(run.info.run_id, tags={**provenance_tags(), "method": "ml2", "dataset": "toy"},
-                  metrics=[(f"correlation_label{j + 1}", r, 0) for j, r in enumerate(result.correlation)])
+    with (
+        mlflow.start_run(experiment_id=experiment_id, run_name="ml2-toy") as run,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        log_batch(
+            run.info.run_id,
+            tags={**provenance_tags(), "method": "ml2", "dataset": "toy"},
+            metrics=[(f"correlation_label{j + 1}", r, 0) for j, r in enumerate(result.correlation)],
+        )
         plot_toy(result, Path(tmp) / "toy_fig3.png")
         mlflow.log_artifact(str(Path(tmp) / "toy_fig3.png"))
-    logging.getLogger(__name__).info("ML² toy: correlation per label %s (MLflow run %s)",
-                                     np.round(result.correlation, 4), run.info.run_id)
+    logging.getLogger(__name__).info(
+        "ML² toy: correlation per label %s (MLflow run %s)", np.round(result.correlation, 4), run.info.run_id
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -26,8 +26,9 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import mlflow
 from hydra.errors import CompactHydraException
@@ -40,8 +41,19 @@ OmegaConf.register_new_resolver("abspath", lambda p: str(Path(p).expanduser().re
 # MLflow's per-request limits for log_batch.
 _MAX_METRICS, _MAX_PARAMS, _MAX_TAGS = 1000, 100, 100
 _MAX_PARAM_LEN = 6000
-PACKAGES = ("mlgraph", "numpy", "scipy", "scikit-learn", "joblib", "hydra-core", "omegaconf",
-            "mlflow", "threadpoolctl", "pandas", "matplotlib")
+PACKAGES = (
+    "mlgraph",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "joblib",
+    "hydra-core",
+    "omegaconf",
+    "mlflow",
+    "threadpoolctl",
+    "pandas",
+    "matplotlib",
+)
 
 
 class TrackingUnavailable(CompactHydraException):
@@ -54,7 +66,7 @@ def redact(uri: str) -> str:
 
 
 def _sqlite_path(uri: str) -> Path | None:
-    return Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
+    return Path(uri[len("sqlite:///") :]) if uri.startswith("sqlite:///") else None
 
 
 @contextlib.contextmanager
@@ -85,8 +97,12 @@ def _init_sqlite(db: Path) -> None:
 
     if db.exists():
         with contextlib.closing(sqlite3.connect(db)) as con:
-            leftovers = [r[0] for r in con.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' AND name LIKE '\\_alembic\\_tmp\\_%' ESCAPE '\\'")]
+            leftovers = [
+                r[0]
+                for r in con.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table' AND name LIKE '\\_alembic\\_tmp\\_%' ESCAPE '\\'"
+                )
+            ]
             for table in leftovers:
                 con.execute(f'DROP TABLE "{table}"')
             con.commit()
@@ -158,7 +174,8 @@ def check_reachable(uri: str, wait_seconds: float = 10.0) -> None:
             raise TrackingUnavailable(
                 f"MLflow tracking server {redact(uri)} does not answer ({reason}); nothing was run. "
                 "Start it (`make server-up` starts one on PostgreSQL) or point tracking.uri (or "
-                "MLFLOW_TRACKING_URI) at a running server.")
+                "MLFLOW_TRACKING_URI) at a running server."
+            )
         time.sleep(1.0)
 
 
@@ -191,7 +208,8 @@ def setup_experiment(uri: str, experiment: str, artifact_location: str | None = 
         raise TrackingUnavailable(
             f"cannot open the MLflow store {redact(uri)} (tracking.uri): {type(exc).__name__}: "
             f"{redact(first)}; nothing was run. A postgresql:// store needs the team extra "
-            "(pip install 'mlgraph[server]') and a running database.") from exc
+            "(pip install 'mlgraph[server]') and a running database."
+        ) from exc
 
 
 def setup_from_config(tracking: DictConfig) -> str:
@@ -275,11 +293,15 @@ def provenance_tags() -> dict[str, str]:
 
 def _chunks(items: list, size: int) -> Iterable[list]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
-def log_batch(run_id: str, metrics: Iterable[tuple[str, float, int]] = (),
-              params: Mapping[str, str] | None = None, tags: Mapping[str, str] | None = None) -> None:
+def log_batch(
+    run_id: str,
+    metrics: Iterable[tuple[str, float, int]] = (),
+    params: Mapping[str, str] | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> None:
     """Log ``(key, value, step)`` metrics, params and tags in as few requests as MLflow allows."""
     client = mlflow.MlflowClient()
     stamp = int(time.time() * 1000)

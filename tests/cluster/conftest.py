@@ -26,8 +26,9 @@ def pytest_collection_modifyitems(config, items):
     asked = re.search(r"(?<!not )\bcluster\b", config.option.markexpr or "")
     if asked or os.environ.get("MLGRAPH_CLUSTER_TESTS") == "1":
         return
-    skip = pytest.mark.skip(reason="starts real SLURM/PostgreSQL services as root: "
-                                   "make test-cluster, or pytest -m cluster")
+    skip = pytest.mark.skip(
+        reason="starts real SLURM/PostgreSQL services as root: make test-cluster, or pytest -m cluster"
+    )
     for item in items:
         if item.get_closest_marker("cluster"):
             item.add_marker(skip)
@@ -88,9 +89,20 @@ def slurm_sweep(tracking_uri, tmp_path):
     """sweep(experiment, *overrides) -> (argv, kwargs): a multirun through SLURM into the server,
     in the MLflow experiment `experiment`, outputs under this test's tmp_path; run it with
     subprocess.run(argv, **kwargs) or Popen(argv, **kwargs)."""
+
     def sweep(experiment: str, *overrides: str):
-        argv = [sys.executable, "-m", "run", "-m", "hydra/launcher=slurm", "tracking=server",
-                f"tracking.uri={tracking_uri}", f"tracking.experiment={experiment}", "progress=false",
-                *overrides]
+        argv = [
+            sys.executable,
+            "-m",
+            "run",
+            "-m",
+            "hydra/launcher=slurm",
+            "tracking=server",
+            f"tracking.uri={tracking_uri}",
+            f"tracking.experiment={experiment}",
+            "progress=false",
+            *overrides,
+        ]
         return argv, {"cwd": REPO, "env": {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}}
+
     return sweep

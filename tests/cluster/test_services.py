@@ -1,4 +1,4 @@
-"""A sweep through the real SLURM cluster into the PostgreSQL-backed MLflow server (issue 12)."""
+"""A sweep through the real SLURM cluster into the PostgreSQL-backed MLflow server."""
 
 import re
 import subprocess
@@ -23,8 +23,12 @@ def settled_states(array, timeout=60.0):
     exits, so slurmctld may still report that task RUNNING (or COMPLETING) when the sweep returns."""
     deadline = time.monotonic() + timeout
     while True:
-        states = subprocess.run(["sacct", "-n", "-X", "-P", "-j", array, "-o", "JobID,State"],
-                                capture_output=True, text=True, check=True).stdout.split()
+        states = subprocess.run(
+            ["sacct", "-n", "-X", "-P", "-j", array, "-o", "JobID,State"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         if time.monotonic() > deadline or not any(s.endswith(ACTIVE) for s in states):
             return states
         time.sleep(1)
@@ -32,14 +36,21 @@ def settled_states(array, timeout=60.0):
 
 def test_sweep_runs_through_slurm_into_the_server(slurm_sweep, tracking_uri, tracking_db, tmp_path):
     experiment = f"cluster-{uuid.uuid4().hex[:8]}"
-    argv, kwargs = slurm_sweep(experiment, "method=mlmrrw", "dataset=emotions", f"method.nu2={','.join(NU2)}",
-                            "protocol.repeats=1", "protocol.rates=[0.1]")
+    argv, kwargs = slurm_sweep(
+        experiment,
+        "method=mlmrrw",
+        "dataset=emotions",
+        f"method.nu2={','.join(NU2)}",
+        "protocol.repeats=1",
+        "protocol.rates=[0.1]",
+    )
     done = subprocess.run(argv, **kwargs, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     # Every grid point ran as a task of one SLURM job array, which accounting saw complete.
-    tasks = sorted(p.name for p in tmp_path.glob("multiruns/*/*/.submitit/*")
-                   if re.fullmatch(r"\d+_\d+", p.name))
+    tasks = sorted(
+        p.name for p in tmp_path.glob("multiruns/*/*/.submitit/*") if re.fullmatch(r"\d+_\d+", p.name)
+    )
     assert len(tasks) == len(NU2)
     array = tasks[0].split("_")[0]
     assert sorted(settled_states(array)) == sorted(f"{t}|COMPLETED" for t in tasks)
@@ -52,15 +63,22 @@ def test_sweep_runs_through_slurm_into_the_server(slurm_sweep, tracking_uri, tra
     for run in runs:
         assert run.info.status == "FINISHED", run.info.run_name
         assert {"trials.csv", "config.yaml"} <= {a.path for a in client.list_artifacts(run.info.run_id)}
-        trials = pd.read_csv(mlflow.artifacts.download_artifacts(
-            run_id=run.info.run_id, artifact_path="trials.csv", dst_path=str(tmp_path / run.info.run_id),
-            tracking_uri=tracking_uri))
+        trials = pd.read_csv(
+            mlflow.artifacts.download_artifacts(
+                run_id=run.info.run_id,
+                artifact_path="trials.csv",
+                dst_path=str(tmp_path / run.info.run_id),
+                tracking_uri=tracking_uri,
+            )
+        )
         assert len(trials) == 1 and trials["avg_precision"].between(0, 1).all()
 
     # ... and those runs are rows of the PostgreSQL store behind it.
     with psycopg.connect(tracking_db) as db:
-        statuses = db.execute("SELECT r.status FROM runs r JOIN experiments e USING (experiment_id) "
-                              "WHERE e.name = %s", (experiment,)).fetchall()
+        statuses = db.execute(
+            "SELECT r.status FROM runs r JOIN experiments e USING (experiment_id) WHERE e.name = %s",
+            (experiment,),
+        ).fetchall()
     assert len(statuses) >= len(NU2) and {s for (s,) in statuses} == {"FINISHED"}
 
 
@@ -72,23 +90,35 @@ def test_killed_slurm_sweep_resumes_to_one_finished_run_per_job(slurm_sweep, tra
 
     experiment = f"resume-{uuid.uuid4().hex[:8]}"
     grid = ["0", "0.1", "0.5", "1", "2", "5", "10", "20"]
-    args = ["method=mlmrrw", "dataset=yeast", f"method.nu2={','.join(grid)}", "protocol.repeats=12",
-            "protocol.rates=[0.5]", "tracking.checkpoint_seconds=0"]
+    args = [
+        "method=mlmrrw",
+        "dataset=yeast",
+        f"method.nu2={','.join(grid)}",
+        "protocol.repeats=12",
+        "protocol.rates=[0.5]",
+        "tracking.checkpoint_seconds=0",
+    ]
     argv, kwargs = slurm_sweep(experiment, *args)
-    sweep = subprocess.Popen(argv, **kwargs, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+    sweep = subprocess.Popen(
+        argv, **kwargs, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     client = mlflow.MlflowClient(tracking_uri)
 
     def runs():
         exp = client.get_experiment_by_name(experiment)
-        found = client.search_runs([exp.experiment_id], run_view_type=mlflow.entities.ViewType.ALL) if exp else []
+        found = (
+            client.search_runs([exp.experiment_id], run_view_type=mlflow.entities.ViewType.ALL) if exp else []
+        )
         return [r for r in found if r.data.tags.get("kind") != "sweep"]
 
     deadline = time.monotonic() + 400
     while time.monotonic() < deadline and not any(r.info.status == "FINISHED" for r in runs()):
         time.sleep(2)
-    arrays = {p.name.split("_")[0] for p in tmp_path.glob("multiruns/*/*/.submitit/*")
-              if re.fullmatch(r"\d+_\d+", p.name)}
+    arrays = {
+        p.name.split("_")[0]
+        for p in tmp_path.glob("multiruns/*/*/.submitit/*")
+        if re.fullmatch(r"\d+_\d+", p.name)
+    }
     subprocess.run(["scancel", *arrays], check=True)  # every job still queued or running ends now
     os.killpg(sweep.pid, signal.SIGINT)
     sweep.communicate(timeout=300)
@@ -112,7 +142,9 @@ def test_killed_slurm_sweep_resumes_to_one_finished_run_per_job(slurm_sweep, tra
 
 def test_a_refused_slurm_submission_is_one_paragraph_before_any_job(slurm_sweep, tracking_uri):
     experiment = f"refused-{uuid.uuid4().hex[:8]}"
-    argv, kwargs = slurm_sweep(experiment, "hydra.launcher.partition=nope", "dataset=emotions", "method.nu2=0,1")
+    argv, kwargs = slurm_sweep(
+        experiment, "hydra.launcher.partition=nope", "dataset=emotions", "method.nu2=0,1"
+    )
     done = subprocess.run(argv, **kwargs, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "SLURM refuses the sweep's jobs: `sbatch --test-only" in done.stderr
     assert "--partition=nope" in done.stderr and "Traceback" not in done.stderr

@@ -56,7 +56,9 @@ def test_nystrom_solver_is_chosen_by_config_and_reports_its_accuracy(tmp_path):
     trials.csv and the run's ``solver_*_max`` metrics."""
     import pandas as pd
 
-    proc = run(["method=mlmrrw", "dataset=yeast", "method.solver=nystrom", "method.n_landmarks=300", *FEW], tmp_path)
+    proc = run(
+        ["method=mlmrrw", "dataset=yeast", "method.solver=nystrom", "method.n_landmarks=300", *FEW], tmp_path
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     client, (r,) = runs_of(tmp_path)
     assert r.info.status == "FINISHED"
@@ -87,7 +89,9 @@ def test_a_sweep_with_fewer_jobs_than_cores_gives_them_the_spare_cores(tmp_path)
     proc = run(["method=mlmrrw", "dataset=emotions", "method.nu2=0.1", *FEW], tmp_path, multirun=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     _, runs = runs_of(tmp_path)
-    assert [(r.data.tags["n_jobs"], r.data.tags["blas_threads"]) for r in runs] == [("1", str(joblib.cpu_count()))]
+    assert [(r.data.tags["n_jobs"], r.data.tags["blas_threads"]) for r in runs] == [
+        ("1", str(joblib.cpu_count()))
+    ]
 
 
 def test_bad_parameter_fails_clearly_and_the_sweep_goes_on(tmp_path):
@@ -109,8 +113,10 @@ def test_unknown_dataset_and_option_are_clear_errors(tmp_path):
     assert proc.returncode != 0 and "dataset.arff" in proc.stderr
 
 
-@pytest.mark.skipif(not (ROOT.parent / "shared" / "datasets" / "medical.arff.gz").exists(),
-                    reason="../shared/datasets not present")
+@pytest.mark.skipif(
+    not (ROOT.parent / "shared" / "datasets" / "medical.arff.gz").exists(),
+    reason="../shared/datasets not present",
+)
 def test_sparse_dataset_from_the_shared_directory(tmp_path):
     proc = run(["dataset=medical", "protocol.rates=[0.5]", "protocol.repeats=1", "progress=false"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -131,10 +137,23 @@ def mlflow_server(tmp_path):
     store = tmp_path / "server"
     store.mkdir()
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
-         "--backend-store-uri", f"sqlite:///{store}/mlflow.db", "--artifacts-destination", str(store / "art"),
-         "--workers", "1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            str(Path(sys.executable).parent / "mlflow"),
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--backend-store-uri",
+            f"sqlite:///{store}/mlflow.db",
+            "--artifacts-destination",
+            str(store / "art"),
+            "--workers",
+            "1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(120):
@@ -167,12 +186,19 @@ def test_comparison_preset_and_report_from_mlflow(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     client, runs = runs_of(tmp_path, "ssl_comparison")
     assert sorted(r.data.tags["method"] for r in runs) == sorted(
-        ["mlknn", "gfhf", "lgc", "fsksc", "sswl", "mlmr", "mlmrrw"])
+        ["mlknn", "gfhf", "lgc", "fsksc", "sswl", "mlmr", "mlmrrw"]
+    )
     assert all(r.info.status == "FINISHED" and r.data.tags["trials_failed"] == "0 of 4" for r in runs)
 
     env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "mlgraph.report", "experiment=ssl_comparison"], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mlgraph.report", "experiment=ssl_comparison"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "reports" / "ssl_comparison"
     text = (out / "report.md").read_text()
@@ -189,7 +215,9 @@ def test_comparison_preset_and_report_from_mlflow(tmp_path):
 
 def test_feature_fraction_sweep_and_report(tmp_path):
     few = ["dataset=emotions", "method=br_knn", "protocol.folds=3", "progress=false"]
-    proc = run(["experiment=feature_fraction", "selector=gmba,mlfs", "selector.fraction=0.2,0.5", *few], tmp_path)
+    proc = run(
+        ["experiment=feature_fraction", "selector=gmba,mlfs", "selector.fraction=0.2,0.5", *few], tmp_path
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     proc = run(["experiment=feature_fraction_all", *few], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -202,8 +230,14 @@ def test_feature_fraction_sweep_and_report(tmp_path):
     assert len(list((tmp_path / "cache").rglob("*.npz"))) == 6
 
     env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "mlgraph.report", "experiment=feature_fraction"], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mlgraph.report", "experiment=feature_fraction"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "reports" / "feature_fraction"
     text = (out / "report.md").read_text()
@@ -212,7 +246,10 @@ def test_feature_fraction_sweep_and_report(tmp_path):
 
 
 def test_ml2_halves_protocol_and_toy_experiment(tmp_path):
-    proc = run(["method=ml2", "dataset=emotions", "protocol=halves", "protocol.repeats=2", "progress=false"], tmp_path)
+    proc = run(
+        ["method=ml2", "dataset=emotions", "protocol=halves", "protocol.repeats=2", "progress=false"],
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     client, runs = runs_of(tmp_path)
     metrics = runs[0].data.metrics
@@ -221,16 +258,19 @@ def test_ml2_halves_protocol_and_toy_experiment(tmp_path):
     assert [m.step for m in client.get_metric_history(runs[0].info.run_id, "avg_precision")] == [100]
 
     env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "mlgraph.toy"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mlgraph.toy"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     client, runs = runs_of(tmp_path, "toy")
     assert all(runs[0].data.metrics[f"correlation_label{j}"] > 0.99 for j in (1, 2))
     assert {a.path for a in client.list_artifacts(runs[0].info.run_id)} == {"toy_fig3.png"}
 
 
-@pytest.mark.skipif(not (ROOT.parent / "shared" / "datasets" / "voice.csv.gz").exists(),
-                    reason="needs ../shared/datasets/voice.csv.gz")
+@pytest.mark.skipif(
+    not (ROOT.parent / "shared" / "datasets" / "voice.csv.gz").exists(),
+    reason="needs ../shared/datasets/voice.csv.gz",
+)
 def test_dual_set_command_comparison_and_report(tmp_path):
     # the documented command: a dual-set dataset brings paper 001's 5-fold protocol with it
     proc = run(["method=dsml", "dataset=frequency_gender", "method.T=3", "progress=false"], tmp_path)
@@ -250,9 +290,17 @@ def test_dual_set_command_comparison_and_report(tmp_path):
     client, runs = runs_of(tmp_path, "dsml_comparison")
     assert sorted(r.data.tags["method"] for r in runs) == ["dsml", "independent", "mlknn"]
     env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "mlgraph.report", "experiment=dsml_comparison"], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mlgraph.report", "experiment=dsml_comparison"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = (tmp_path / "reports" / "dsml_comparison" / "report.md").read_text()
     assert "(paper 0.8220)" in text and "Ind. Dec." in text and "MLkNN" in text
-    assert (tmp_path / "reports" / "dsml_comparison" / "frequency_gender" / "rounds.png").stat().st_size > 10_000
+    assert (
+        tmp_path / "reports" / "dsml_comparison" / "frequency_gender" / "rounds.png"
+    ).stat().st_size > 10_000

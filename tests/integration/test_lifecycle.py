@@ -22,8 +22,15 @@ ROOT = Path(__file__).resolve().parents[2]
 def start(args, out: Path, multirun=False):
     env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(out), "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "run", *(["-m"] if multirun else []), *args]
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    return subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def run(args, out: Path, multirun=False, timeout=600):
@@ -99,8 +106,13 @@ def partial_rows(out: Path) -> int:
     return max((len(pd.read_csv(f)) for f in files), default=0)
 
 
-SLOW = ["dataset=yeast", "protocol.repeats=40", "protocol.rates=[0.5]", "progress=false",
-        "tracking.checkpoint_seconds=0"]
+SLOW = [
+    "dataset=yeast",
+    "protocol.repeats=40",
+    "protocol.rates=[0.5]",
+    "progress=false",
+    "tracking.checkpoint_seconds=0",
+]
 
 
 def test_sigterm_ends_the_run_killed_and_resume_finishes_it_once(tmp_path):
@@ -133,8 +145,14 @@ def test_sigterm_ends_the_run_killed_and_resume_finishes_it_once(tmp_path):
 
 
 def test_interrupted_sweep_resumes_with_every_job_finished_once(tmp_path):
-    sweep = ["dataset=emotions", "protocol.repeats=30", "protocol.rates=[0.5]", "progress=false",
-             "tracking.checkpoint_seconds=0", "method.nu2=0,0.1,0.5,1"]
+    sweep = [
+        "dataset=emotions",
+        "protocol.repeats=30",
+        "protocol.rates=[0.5]",
+        "progress=false",
+        "tracking.checkpoint_seconds=0",
+        "method.nu2=0,0.1,0.5,1",
+    ]
     proc = start(sweep, tmp_path, multirun=True)
     wait_for(lambda: finished_jobs(tmp_path) or proc.poll() is not None, what="one finished job")
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
@@ -165,11 +183,16 @@ def test_interrupted_sweep_resumes_with_every_job_finished_once(tmp_path):
 
 
 def test_sigkill_of_a_sweeps_main_process_leaves_no_orphan_and_no_running_run(tmp_path):
-    sweep = ["dataset=yeast", "protocol.repeats=200", "protocol.rates=[0.5]", "progress=false",
-             "tracking.checkpoint_seconds=0", "method.nu2=0,1"]
+    sweep = [
+        "dataset=yeast",
+        "protocol.repeats=200",
+        "protocol.rates=[0.5]",
+        "progress=false",
+        "tracking.checkpoint_seconds=0",
+        "method.nu2=0,1",
+    ]
     proc = start(sweep, tmp_path, multirun=True)
-    wait_for(lambda: len(partials(tmp_path)) >= 2 or proc.poll() is not None,
-             what="both jobs running")
+    wait_for(lambda: len(partials(tmp_path)) >= 2 or proc.poll() is not None, what="both jobs running")
     family = descendants(proc.pid)
     assert family, "the sweep had no worker processes"
     proc.send_signal(signal.SIGKILL)
@@ -203,13 +226,25 @@ def test_processes_starting_together_on_a_fresh_store_all_land(tmp_path):
     processes, tries = 8, 10
     script = tmp_path / "racer.py"
     script.write_text(RACER)
-    procs = [subprocess.Popen([sys.executable, str(script), str(tmp_path), str(tries), f"p{i}"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for i in range(processes)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(tmp_path), str(tries), f"p{i}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(processes)
+    ]
     for t in range(tries):
         (tmp_path / f"go{t}").touch()  # every process starts this try at the same instant
-        wait_for(lambda: len(list(tmp_path.glob(f"done{t}-*"))) == processes
-                 or any(p.poll() not in (None, 0) for p in procs), timeout=240, what=f"try {t}")
+        wait_for(
+            lambda t=t: (
+                len(list(tmp_path.glob(f"done{t}-*"))) == processes
+                or any(p.poll() not in (None, 0) for p in procs)
+            ),
+            timeout=240,
+            what=f"try {t}",
+        )
     errors = [p.communicate(timeout=60)[1] for p in procs]
     assert all(p.returncode == 0 for p in procs), "\n".join(errors)[-3000:]
     for t in range(tries):
@@ -221,15 +256,18 @@ def test_processes_starting_together_on_a_fresh_store_all_land(tmp_path):
         assert not list((tmp_path / f"store{t}").glob(".*.tmp"))
 
 
-@pytest.mark.parametrize("args, named", [
-    (["seed=-1"], "seed=-1"),
-    (["seed=abc"], "seed='abc'"),
-    (["n_jobs=many"], "n_jobs='many'"),
-    (["method.nu1=-1"], "method.nu1=-1"),
-    (["graph.k=0"], "graph.k=0"),
-    (["dataset=custom"], "dataset.arff"),
-    (["metrics.empty_rows=drop"], "metrics.empty_rows"),
-])
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["seed=-1"], "seed=-1"),
+        (["seed=abc"], "seed='abc'"),
+        (["n_jobs=many"], "n_jobs='many'"),
+        (["method.nu1=-1"], "method.nu1=-1"),
+        (["graph.k=0"], "graph.k=0"),
+        (["dataset=custom"], "dataset.arff"),
+        (["metrics.empty_rows=drop"], "metrics.empty_rows"),
+    ],
+)
 def test_config_errors_are_one_paragraph_before_any_run(tmp_path, args, named):
     code, _, stderr = run(["dataset=emotions", *args] if args[0] != "dataset=custom" else args, tmp_path)
     assert code != 0 and named in stderr
@@ -240,6 +278,8 @@ def test_config_errors_are_one_paragraph_before_any_run(tmp_path, args, named):
 
 def test_unreachable_tracking_server_is_named_before_anything_runs(tmp_path):
     started = time.monotonic()
-    code, _, stderr = run(["tracking=server", "tracking.uri=http://127.0.0.1:9", "dataset=emotions"], tmp_path)
+    code, _, stderr = run(
+        ["tracking=server", "tracking.uri=http://127.0.0.1:9", "dataset=emotions"], tmp_path
+    )
     assert code != 0 and "http://127.0.0.1:9" in stderr and "nothing was run" in stderr
     assert "Traceback" not in stderr and time.monotonic() - started < 120

@@ -33,28 +33,47 @@ def installed(tmp_path_factory):
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
     for name in ("src", "conf", "experiments"):  # src/mlgraph/conf -> ../../conf must keep resolving
-        shutil.copytree(ROOT / name, src / name, symlinks=True,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(base / "dist"), str(src)],
-                   check=True, capture_output=True, text=True, timeout=600)
+        shutil.copytree(
+            ROOT / name, src / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+        )
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(base / "dist"), str(src)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     (wheel,) = (base / "dist").glob("mlgraph-*.whl")
     env_dir = base / "venv"
     venv.EnvBuilder(with_pip=False, system_site_packages=False).create(env_dir)
     python = env_dir / "bin" / "python"
-    site = Path(subprocess.check_output([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                        text=True).strip())
+    site = Path(
+        subprocess.check_output(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()
+    )
     (site / "project_packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)],
-                   check=True, capture_output=True, text=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return env_dir / "bin", site
 
 
 def mlgraph(bin_dir: Path, args, cwd: Path):
-    env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(cwd / "out"), "PYTHONUNBUFFERED": "1",
-           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        "MLGRAPH_OUTPUT_DIR": str(cwd / "out"),
+        "PYTHONUNBUFFERED": "1",
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
     env.pop("PYTHONPATH", None)
-    return subprocess.run([str(bin_dir / "mlgraph"), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [str(bin_dir / "mlgraph"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_wheel_holds_package_and_configs_but_no_run_module(installed):
@@ -74,8 +93,11 @@ def test_run_and_a_sweep_preset_from_an_empty_folder(installed, tmp_path):
     proc = mlgraph(bin_dir, ["run", "method=mlmrrw", *FEW], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "avg_precision" in proc.stdout
-    proc = mlgraph(bin_dir, ["run", "-m", "experiment=reliance_weight", "method.nu1=1.0", "method.nu2=0,1", *FEW],
-                   tmp_path)
+    proc = mlgraph(
+        bin_dir,
+        ["run", "-m", "experiment=reliance_weight", "method.nu1=1.0", "method.nu2=0,1", *FEW],
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
     (single,) = client.search_runs([client.get_experiment_by_name("mlgraph").experiment_id])
@@ -90,8 +112,17 @@ def test_run_and_a_sweep_preset_from_an_empty_folder(installed, tmp_path):
 def test_report_and_toy_from_an_empty_folder(installed, tmp_path):
     bin_dir, _ = installed
     few = ["protocol.repeats=1", "protocol.rates=[0.1,0.5]", "progress=false"]
-    proc = mlgraph(bin_dir, ["run", "experiment=ssl_comparison", "hydra.sweeper.params.dataset=emotions",
-                             "method=mlknn,mlmrrw", *few], tmp_path)
+    proc = mlgraph(
+        bin_dir,
+        [
+            "run",
+            "experiment=ssl_comparison",
+            "hydra.sweeper.params.dataset=emotions",
+            "method=mlknn,mlmrrw",
+            *few,
+        ],
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     proc = mlgraph(bin_dir, ["report", "experiment=ssl_comparison"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -119,8 +150,14 @@ def test_bash_completion_of_commands_and_overrides(installed, tmp_path):
     script = 'eval "$(mlgraph -sc install=bash)"\n' + "".join(
         f'COMP_LINE="{line}"; COMP_WORDS=({line}); COMP_CWORD={len(line.split()) - 1}; COMP_POINT={len(line)}\n'
         'hydra_bash_completion; echo "${COMPREPLY[@]}"\n'
-        for line in ("mlgraph ru", "mlgraph run method=mlm", "mlgraph report experiment=ssl"))
+        for line in ("mlgraph ru", "mlgraph run method=mlm", "mlgraph report experiment=ssl")
+    )
     env = {**os.environ, "PATH": f"{installed[0]}{os.pathsep}{os.environ['PATH']}"}
-    proc = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.stdout.splitlines() == ["run", "method=mlmr method=mlmrrw",
-                                        "experiment=ssl_comparison experiment=ssl_comparison_mediamill"]
+    proc = subprocess.run(
+        ["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.stdout.splitlines() == [
+        "run",
+        "method=mlmr method=mlmrrw",
+        "experiment=ssl_comparison experiment=ssl_comparison_mediamill",
+    ]

@@ -24,15 +24,23 @@ import pytest
 pytestmark = pytest.mark.ui
 
 ROOT = Path(__file__).resolve().parents[2]
-SWEEP = ["method=mlmrrw", "dataset=emotions", "method.nu2=0,1", "protocol.repeats=1", "protocol.rates=[0.1,0.5]",
-         "progress=false"]
+SWEEP = [
+    "method=mlmrrw",
+    "dataset=emotions",
+    "method.nu2=0,1",
+    "protocol.repeats=1",
+    "protocol.rates=[0.1,0.5]",
+    "progress=false",
+]
 
 
 @pytest.fixture(scope="module")
 def chromium() -> str:
     path = shutil.which("chromium")
     if path is None:
-        proc = subprocess.run([ROOT / "scripts" / "install-chromium.sh"], capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            [ROOT / "scripts" / "install-chromium.sh"], capture_output=True, text=True, timeout=900
+        )
         assert proc.returncode == 0, f"scripts/install-chromium.sh failed:\n{proc.stderr[-2000:]}"
         path = shutil.which("chromium")
     return path
@@ -43,8 +51,14 @@ def store(tmp_path_factory):
     """(tracking URI, experiment id, child runs) of the sweep, run as `python -m run -m ...`."""
     out = tmp_path_factory.mktemp("ui_store")
     env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(out)}
-    proc = subprocess.run([sys.executable, "-m", "run", "-m", *SWEEP], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "run", "-m", *SWEEP],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     uri = f"sqlite:///{out}/mlflow.db"
     client = mlflow.MlflowClient(uri)
@@ -58,9 +72,20 @@ def server(store):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([Path(sys.executable).with_name("mlflow"), "ui", "--backend-store-uri", store[0],
-                             "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            Path(sys.executable).with_name("mlflow"),
+            "ui",
+            "--backend-store-uri",
+            store[0],
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -120,7 +145,9 @@ def test_swept_parameter_shown_as_a_column(page, server, store):
     open_runs(page, server, experiment_id)
     page.get_by_role("button", name="Columns").click()
     page.get_by_placeholder("Search columns").fill("method.nu2")
-    box = page.locator(".du-bois-light-tree-treenode", has_text="method.nu2").locator(".du-bois-light-tree-checkbox")
+    box = page.locator(".du-bois-light-tree-treenode", has_text="method.nu2").locator(
+        ".du-bois-light-tree-checkbox"
+    )
     if "checked" not in box.get_attribute("class"):
         box.click()
     page.keyboard.press("Escape")
@@ -138,11 +165,14 @@ def test_metric_chart_steps_are_labelling_rates(page, server, store):
     _, experiment_id, runs = store
     run = runs[0]
     page.goto(f"{server}/#/experiments/{experiment_id}/runs/{run.info.run_id}/model-metrics")
-    card = page.locator('[data-testid="experiment-view-compare-runs-card"]',
-                        has=page.locator('h4[title="avg_precision"]'))
+    card = page.locator(
+        '[data-testid="experiment-view-compare-runs-card"]', has=page.locator('h4[title="avg_precision"]')
+    )
     card.locator(".xtick").first.wait_for()
     ticks = [t.strip() for t in card.locator(".xtick text").all_text_contents()]
-    steps = sorted(m.step for m in mlflow.MlflowClient(store[0]).get_metric_history(run.info.run_id, "avg_precision"))
+    steps = sorted(
+        m.step for m in mlflow.MlflowClient(store[0]).get_metric_history(run.info.run_id, "avg_precision")
+    )
     assert steps == [10, 50]  # labelling rates 10 % and 50 %
     assert "10" in ticks and "50" in ticks, ticks
     assert card.locator(".xtitle").text_content() == "Step"
@@ -153,7 +183,9 @@ def test_sweep_compared_by_its_swept_parameter(page, server, store, tmp_path):
     precision and macro-F1; its screenshot is the README's picture."""
     _, experiment_id, runs = store
     ids = ",".join(f'"{r.info.run_id}"' for r in runs)
-    page.goto(f'{server}/#/compare-runs?runs=[{ids}]&experiments=["{experiment_id}"]&workflowType=machine_learning')
+    page.goto(
+        f'{server}/#/compare-runs?runs=[{ids}]&experiments=["{experiment_id}"]&workflowType=machine_learning'
+    )
     plot = page.locator(".js-plotly-plot").first
     plot.wait_for()
     metrics = page.locator(".du-bois-light-select").nth(1)  # after Parameters

@@ -88,17 +88,12 @@ def test_dense_quoted_values_and_escapes():
 
 
 def test_string_attributes_coded_by_first_appearance():
-    d = parse(
-        "@relation r\n@attribute id string\n@attribute x numeric\n"
-        "@data\nb,1\na,2\nb,3\n'c d',4\n?,5\n"
-    )
+    d = parse("@relation r\n@attribute id string\n@attribute x numeric\n@data\nb,1\na,2\nb,3\n'c d',4\n?,5\n")
     np.testing.assert_array_equal(d.data[:, 0], [0, 1, 0, 2, NAN])
 
 
 def test_numeric_nominal_values_match_by_number():
-    d = parse(
-        "@relation r\n@attribute y {0,1,2}\n@attribute z {10,20}\n@data\n1.0,20\n2,1e1\n0,10\n"
-    )
+    d = parse("@relation r\n@attribute y {0,1,2}\n@attribute z {10,20}\n@data\n1.0,20\n2,1e1\n0,10\n")
     np.testing.assert_array_equal(d.data, [[1, 1], [2, 0], [0, 0]])
 
 
@@ -108,9 +103,7 @@ def test_empty_data_section():
 
 
 def test_crlf_line_endings():
-    d = parse(
-        "@relation r\r\n@attribute x numeric\r\n@attribute y {a,b}\r\n@data\r\n1,b\r\n2,a\r\n"
-    )
+    d = parse("@relation r\r\n@attribute x numeric\r\n@attribute y {a,b}\r\n@data\r\n1,b\r\n2,a\r\n")
     np.testing.assert_array_equal(d.data, [[1, 1], [2, 0]])
 
 
@@ -142,9 +135,7 @@ def test_sparse_exact_matrix():
 
 
 def test_sparse_with_quoted_nominal_values():
-    d = parse(
-        "@relation s\n@attribute x numeric\n@attribute c {'a b',c}\n@data\n{1 'a b'}\n{0 2,1 c}\n"
-    )
+    d = parse("@relation s\n@attribute x numeric\n@attribute c {'a b',c}\n@data\n{1 'a b'}\n{0 2,1 c}\n")
     np.testing.assert_array_equal(d.data.toarray(), [[0, 0], [2, 1]])
 
 
@@ -259,9 +250,7 @@ def test_error_names_file_line_column_and_problem(text, line, column, what):
     assert what in message
     assert "zz" not in message, message
     error = info.value
-    assert (error.path, error.source, error.line, error.column) == (
-        "toy.arff", "toy.arff", line, column
-    )
+    assert (error.path, error.source, error.line, error.column) == ("toy.arff", "toy.arff", line, column)
 
 
 def test_error_names_the_path_of_a_file(tmp_path):
@@ -279,9 +268,7 @@ def liac_matrix(text: str, shape: tuple[int, int], sparse: bool) -> np.ndarray:
     arff = pytest.importorskip("arff")
     ref = arff.loads(text, encode_nominal=True, return_type=arff.COO if sparse else arff.DENSE)
     if not sparse:
-        return np.array(
-            [[NAN if v is None else v for v in row] for row in ref["data"]], dtype=float
-        )
+        return np.array([[NAN if v is None else v for v in row] for row in ref["data"]], dtype=float)
     values, rows, cols = ref["data"]
     out = np.zeros(shape)
     out[rows, cols] = [NAN if v is None else v for v in values]

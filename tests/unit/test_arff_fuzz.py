@@ -1,4 +1,4 @@
-"""Fuzz test of the ARFF and MULAN XML readers (issue 14).
+"""Fuzz test of the ARFF and MULAN XML readers.
 
 Seeded mutations of slices of the shipped files (``mlgraph/data/builtin``: header plus the first
 rows, dense, and a sparse rendering of the same rows): truncation, byte flips, wrong arity, bad

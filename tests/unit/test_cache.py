@@ -37,8 +37,15 @@ class Counter:
 
 def _fields():
     rng = np.random.default_rng(0)
-    return {"dense": rng.normal(size=(5, 3)), "W": sp.random(6, 6, density=0.3, format="csr", random_state=1),
-            "count": 7, "name": "knn", "flag": True, "none": None, "score": np.float32(0.25)}
+    return {
+        "dense": rng.normal(size=(5, 3)),
+        "W": sp.random(6, 6, density=0.3, format="csr", random_state=1),
+        "count": 7,
+        "name": "knn",
+        "flag": True,
+        "none": None,
+        "score": np.float32(0.25),
+    }
 
 
 def _call(folder, compute, X=None, **params):
@@ -120,9 +127,16 @@ def test_key_covers_content_parameters_and_source(monkeypatch):
     assert _key(np.asfortranarray(X), k=3) == key  # the values, not the memory layout
     changed = X.copy()
     changed[2, 1] = np.nextafter(changed[2, 1], np.inf)
-    others = [_key(changed, k=3), _key(X.astype(np.float32), k=3), _key(X.reshape(3, 4), k=3),
-              _key(sp.csr_matrix(X), k=3), _key(X, k=4), _key(X, k=3.0), _key(X, k=3, sigma=None),
-              cache.entry_key("other", {"X": X}, {"k": 3}, "mlgraph.graphs")]
+    others = [
+        _key(changed, k=3),
+        _key(X.astype(np.float32), k=3),
+        _key(X.reshape(3, 4), k=3),
+        _key(sp.csr_matrix(X), k=3),
+        _key(X, k=4),
+        _key(X, k=3.0),
+        _key(X, k=3, sigma=None),
+        cache.entry_key("other", {"X": X}, {"k": 3}, "mlgraph.graphs"),
+    ]
     assert len({key, *others}) == len(others) + 1
     monkeypatch.setattr(cache, "source_hash", lambda root: "edited")
     assert _key(X, k=3) != key
@@ -160,13 +174,26 @@ def test_source_files_follow_imports():
 
 
 def test_round_trip_is_exact(tmp_path):
-    W = sp.csr_matrix((np.array([0.0, 2.5, -1.0, 0.0]), np.array([2, 0, 1, 0], dtype=np.int64),
-                       np.array([0, 2, 3, 4], dtype=np.int64)), shape=(3, 3))
+    W = sp.csr_matrix(
+        (
+            np.array([0.0, 2.5, -1.0, 0.0]),
+            np.array([2, 0, 1, 0], dtype=np.int64),
+            np.array([0, 2, 3, 4], dtype=np.int64),
+        ),
+        shape=(3, 3),
+    )
     W.indices = W.indices.astype(np.int64)  # the constructor narrows: keep int64, unsorted, 2 stored zeros
     W.indptr = W.indptr.astype(np.int64)
-    fields = {"W": W, "C": sp.csc_array(np.eye(3, dtype=np.float32)), "v": np.array([1, -2], dtype=np.int8),
-              "empty": np.zeros((0, 4)), "nan": np.array([np.nan, np.inf, -0.0]), "i": np.int64(5),
-              "x": 0.1, "big": 2**62}
+    fields = {
+        "W": W,
+        "C": sp.csc_array(np.eye(3, dtype=np.float32)),
+        "v": np.array([1, -2], dtype=np.int8),
+        "empty": np.zeros((0, 4)),
+        "nan": np.array([np.nan, np.inf, -0.0]),
+        "i": np.int64(5),
+        "x": 0.1,
+        "big": 2**62,
+    }
     compute = Counter(fields)
     _call(tmp_path, compute)
     loaded = _call(tmp_path, compute)
@@ -204,8 +231,11 @@ def _plant_object_member(path, marker, key):
     """A well-formed entry with the right key whose field is a pickled object array."""
     meta = cache._canonical({"format": cache.FORMAT, "key": key, "fields": {"a": {"kind": "array"}}})
     with open(path, "wb") as handle:
-        np.savez(handle, __meta__=np.frombuffer(meta.encode(), np.uint8),
-                 a=np.array([Payload(marker)], dtype=object))
+        np.savez(
+            handle,
+            __meta__=np.frombuffer(meta.encode(), np.uint8),
+            a=np.array([Payload(marker)], dtype=object),
+        )
 
 
 def _plant_garbage(path, marker, key):
@@ -245,16 +275,36 @@ def _plant_bad_meta(path, marker, key):
 
 def _plant_bad_indices(path, marker, key):
     """Right key, a sparse field whose indices point outside the matrix."""
-    meta = cache._canonical({"format": cache.FORMAT, "key": key,
-                             "fields": {"a": {"kind": "csr_matrix", "shape": [2, 2]}}})
+    meta = cache._canonical(
+        {"format": cache.FORMAT, "key": key, "fields": {"a": {"kind": "csr_matrix", "shape": [2, 2]}}}
+    )
     with open(path, "wb") as handle:
-        np.savez(handle, __meta__=np.frombuffer(meta.encode(), np.uint8), **{
-            "a.data": np.ones(1), "a.indices": np.array([10**6], np.int32), "a.indptr": np.array([0, 1, 1], np.int32)})
+        np.savez(
+            handle,
+            __meta__=np.frombuffer(meta.encode(), np.uint8),
+            **{
+                "a.data": np.ones(1),
+                "a.indices": np.array([10**6], np.int32),
+                "a.indptr": np.array([0, 1, 1], np.int32),
+            },
+        )
 
 
-@pytest.mark.parametrize("plant", [_plant_pickle, _plant_object_member, _plant_garbage, _plant_empty,
-                                   _plant_truncated, _plant_flipped, _plant_foreign, _plant_no_meta,
-                                   _plant_bad_meta, _plant_bad_indices])
+@pytest.mark.parametrize(
+    "plant",
+    [
+        _plant_pickle,
+        _plant_object_member,
+        _plant_garbage,
+        _plant_empty,
+        _plant_truncated,
+        _plant_flipped,
+        _plant_foreign,
+        _plant_no_meta,
+        _plant_bad_meta,
+        _plant_bad_indices,
+    ],
+)
 def test_bad_entries_are_recomputed_never_executed(tmp_path, plant):
     folder, marker = tmp_path / "cache", tmp_path / "marker"
     X = np.random.default_rng(5).normal(size=(4, 3))
@@ -302,6 +352,7 @@ BIG = np.random.default_rng(7).normal(size=(600, 600))  # 2.9 MB: a write takes 
 
 def _writer(folder, barrier, results, rewrites):
     """Both processes miss, compute together, write the same entry, then keep rewriting it."""
+
     def compute():
         barrier.wait(timeout=60)
         return {"W": BIG.copy(), "n": 600}
@@ -357,8 +408,9 @@ def test_graph_bit_identical_with_and_without_cache(tmp_path, emotions, weights)
         _assert_same({"W": W}, {"W": plain})
 
 
-@pytest.mark.parametrize("make", [lambda m: GMBA(n_iter=60, random_state=0, memory=m),
-                                  lambda m: SPEC(variant="phi2", memory=m)])
+@pytest.mark.parametrize(
+    "make", [lambda m: GMBA(n_iter=60, random_state=0, memory=m), lambda m: SPEC(variant="phi2", memory=m)]
+)
 def test_ranking_bit_identical_with_and_without_cache(tmp_path, emotions, make, monkeypatch):
     Xs, Y = emotions
     plain = make(None).fit(Xs, Y)

@@ -16,8 +16,10 @@ def schema(db):
     batch migrations write a table's constraints in no fixed order)."""
     with contextlib.closing(sqlite3.connect(db)) as con:
         rows = con.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
-        objects = {(kind, name): frozenset(line.strip().rstrip(",") for line in (sql or "").splitlines())
-                   for kind, name, sql in rows}
+        objects = {
+            (kind, name): frozenset(line.strip().rstrip(",") for line in (sql or "").splitlines())
+            for kind, name, sql in rows
+        }
         version = con.execute("SELECT version_num FROM alembic_version").fetchall()
     return objects, version
 

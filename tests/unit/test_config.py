@@ -46,7 +46,11 @@ def test_hparams_chosen_per_method_and_dataset_and_cli_wins():
     for path in (CONF / "hparams").glob("*.yaml"):
         method, dataset = path.stem.split("_", 1)
         own = OmegaConf.load(path)
-        tuned = OmegaConf.load(CONF / "hparams" / f"{own.defaults[0]}.yaml").method if "defaults" in own else own.method
+        tuned = (
+            OmegaConf.load(CONF / "hparams" / f"{own.defaults[0]}.yaml").method
+            if "defaults" in own
+            else own.method
+        )
         cfg = _compose(f"method={method}", f"dataset={dataset}")
         for key, value in tuned.items():
             assert cfg.method[key] == value

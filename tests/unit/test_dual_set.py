@@ -173,8 +173,10 @@ def samme_by_resampling(X, Y, T, seed, make):
 
 def test_resampled_dsml_without_reuse_and_adjusting_is_an_independent_samme_loop():
     X, Y = dual_data(seed=1)
+
     def make():
         return DecisionTreeClassifier(max_depth=3, random_state=0)
+
     est = DSML(T=5, B=1.0, model_reuse=False, base_learner=make(), random_state=7).fit(X, Y)
     alphas, pred = samme_by_resampling(X, Y, 5, 7, make)
     assert est.n_rounds_ == 5
@@ -235,7 +237,9 @@ def test_dsml_end_to_end_labels_staging_and_determinism():
     staged = list(a.staged_predict(X))
     assert len(staged) == a.n_rounds_
     np.testing.assert_array_equal(staged[-1], P)
-    assert a.score(X, labels) == dual_set_accuracy(labels[:, 0], P[:, 0], labels[:, 1], P[:, 1])["accuracy_all"]
+    assert (
+        a.score(X, labels) == dual_set_accuracy(labels[:, 0], P[:, 0], labels[:, 1], P[:, 1])["accuracy_all"]
+    )
     assert a.score(X, labels) > 0.5
     # h^a sees d + L_b columns, h^b sees d + L_a columns (model reuse, one-hot)
     assert a.estimators_[0]["a"].n_features_in_ == 6 and a.estimators_[0]["b"].n_features_in_ == 7
@@ -253,8 +257,10 @@ def test_decomposition_baselines():
     tree = DecisionTreeClassifier(max_depth=3, random_state=0)
     ind = IndependentDecomposition(tree).fit(X, Y)
     for j in (0, 1):
-        np.testing.assert_array_equal(ind.predict(X)[:, j], DecisionTreeClassifier(max_depth=3, random_state=0)
-                                      .fit(X, Y[:, j]).predict(X))
+        np.testing.assert_array_equal(
+            ind.predict(X)[:, j],
+            DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, Y[:, j]).predict(X),
+        )
     Ysub = Y.copy()
     Ysub[(Y[:, 0] == 2) & (Y[:, 1] == 1), 1] = 0  # the pair (2, 1) never occurs in training
     co = CoOccurrenceDecomposition(DecisionTreeClassifier(random_state=0)).fit(X, Ysub)
@@ -324,16 +330,23 @@ def write_csv(path, text):
 
 
 def test_load_dual_set_reads_gzip_derives_and_drops(tmp_path):
-    csv = write_csv(tmp_path / "t.csv.gz", "id,x1,x2,x3,colour,size,x4\n"
-                    "1,0.5,7,0.5,red,S,1\n2,1.5,8,1.5,blue,L,2\n3,2.5,9,2.5,red,L,3\n3,2.5,9,2.5,red,L,3\n")
-    d = load_dual_set(csv, "colour", "size", drop=["id"], drop_duplicate_rows=True, drop_duplicate_columns=True)
+    csv = write_csv(
+        tmp_path / "t.csv.gz",
+        "id,x1,x2,x3,colour,size,x4\n"
+        "1,0.5,7,0.5,red,S,1\n2,1.5,8,1.5,blue,L,2\n3,2.5,9,2.5,red,L,3\n3,2.5,9,2.5,red,L,3\n",
+    )
+    d = load_dual_set(
+        csv, "colour", "size", drop=["id"], drop_duplicate_rows=True, drop_duplicate_columns=True
+    )
     assert d.feature_names == ("x1", "x2") and d.X.shape == (3, 2)
     assert d.classes_a == ("blue", "red") and d.classes_b == ("L", "S")
     np.testing.assert_array_equal(d.Y, [[1, 1], [0, 0], [1, 0]])
     # x3 copies x1; x4 copies the dropped id, and goes too
     assert d.info["duplicate_columns"] == {"x3": "x1", "x4": "id"} and d.info["duplicate_rows"] == (3,)
     assert d.class_counts().loc["red", "L"] == 1
-    big = load_dual_set(csv, "big", "size", drop=["id", "colour"], derive=lambda df: df.assign(big=df["x1"] > 1))
+    big = load_dual_set(
+        csv, "big", "size", drop=["id", "colour"], derive=lambda df: df.assign(big=df["x1"] > 1)
+    )
     assert big.classes_a == ("False", "True") and "big" not in big.feature_names
 
 
@@ -379,9 +392,11 @@ def test_multi_target_arff_with_numeric_three_class_targets():
 
 
 def test_arff_nominal_targets_sparse_gzip_and_explicit_format(tmp_path):
-    text = ("@relation r\n@attribute x numeric\n@attribute y numeric\n"
-            "@attribute size {S,M,L,XL}\n@attribute kind {cat,dog}\n@data\n"
-            "{0 1.5,2 L,3 dog}\n{1 2}\n{0 3,2 S}\n{1 1,3 dog}\n")  # sparse: omitted nominal = first value
+    text = (
+        "@relation r\n@attribute x numeric\n@attribute y numeric\n"
+        "@attribute size {S,M,L,XL}\n@attribute kind {cat,dog}\n@data\n"
+        "{0 1.5,2 L,3 dog}\n{1 2}\n{0 3,2 S}\n{1 1,3 dog}\n"
+    )  # sparse: omitted nominal = first value
     (tmp_path / "t.arff.gz").write_bytes(gzip.compress(text.encode()))
     d = load_dual_set(tmp_path / "t.arff.gz", "size", "kind")
     assert d.classes_a == ("S", "L") and d.classes_b == ("cat", "dog")  # declared order, unused left out
@@ -398,8 +413,9 @@ def test_arff_problems_name_the_file_and_the_attribute(tmp_path):
     with pytest.raises(ValueError, match=r"two_targets.arff: attribute 'id' is an ARFF string attribute"):
         load_dual_set(FIXTURE, "trend a", "trend_b")
     missing = tmp_path / "m.arff"
-    missing.write_text("@relation r\n@attribute x numeric\n@attribute a {u,v}\n@attribute b numeric\n"
-                       "@data\n1,u,0\n2,?,1\n")
+    missing.write_text(
+        "@relation r\n@attribute x numeric\n@attribute a {u,v}\n@attribute b numeric\n@data\n1,u,0\n2,?,1\n"
+    )
     with pytest.raises(ValueError, match=r"m.arff: target column 'a' \(target_a\) has 1 missing"):
         load_dual_set(missing, "a", "b")
     with pytest.raises(ValueError, match=r"m.arff: no column 'c' \(target_b\)"):

@@ -1,4 +1,4 @@
-"""Blocked self-distances (graphs/kernels.py) and the OpenBLAS crash they avoid (issue 15)."""
+"""Blocked self-distances (graphs/kernels.py) and the OpenBLAS crash they avoid."""
 
 import os
 import subprocess
@@ -17,7 +17,7 @@ def test_blocked_self_distances_are_exact_and_symmetric(monkeypatch, block):
     monkeypatch.setattr(kernels, "_GRAM_ROWS", block)
     monkeypatch.setattr(kernels, "_PARALLEL_ELEMENTS", 1)  # threaded passes even on small arrays
     X = np.random.default_rng(0).normal(size=(150, 6))
-    X[3] = X[8]                                             # a duplicate point: distance exactly 0
+    X[3] = X[8]  # a duplicate point: distance exactly 0
     D = squared_distances(X)
     ref = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
     np.testing.assert_allclose(D, ref, rtol=1e-12, atol=1e-12)

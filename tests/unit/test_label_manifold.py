@@ -36,7 +36,7 @@ def _rbf(X, gamma=0.5):
 def _multilabel(n=120, d=5, q=4, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
-    Y = (X[:, :q] + 0.5 * X[:, 1:q + 1] + 0.3 * rng.normal(size=(n, q)) > 0.3).astype(np.int8)
+    Y = (X[:, :q] + 0.5 * X[:, 1 : q + 1] + 0.3 * rng.normal(size=(n, q)) > 0.3).astype(np.int8)
     return X, Y
 
 
@@ -54,7 +54,7 @@ def test_lle_rows_sum_to_one_on_the_k_nearest_neighbours():
 
 def test_lle_reconstructs_a_point_in_the_affine_span_of_its_neighbours():
     rng = np.random.default_rng(1)
-    plane = rng.normal(size=(30, 2)) @ rng.normal(size=(2, 5)) + rng.normal(size=5)   # 2-D affine plane in R^5
+    plane = rng.normal(size=(30, 2)) @ rng.normal(size=(2, 5)) + rng.normal(size=5)  # 2-D affine plane in R^5
     W = lle_weights(plane, 3, reg=1e-12)
     assert np.abs(W @ plane - plane).max() < 1e-6
     # The ridge is what makes the Gram matrix (singular here) solvable; a large one blurs the fit.
@@ -71,8 +71,8 @@ def test_lle_gram_from_squared_distances_equals_the_direct_gram():
 
 def test_lle_collinear_and_duplicate_neighbours_do_not_crash():
     t = np.linspace(0, 1, 12)[:, None]
-    line = np.hstack([t, 2 * t, -t])                       # collinear: G has rank 1 for K = 5
-    X = np.vstack([line, line[:3]])                       # and exact duplicates
+    line = np.hstack([t, 2 * t, -t])  # collinear: G has rank 1 for K = 5
+    X = np.vstack([line, line[:3]])  # and exact duplicates
     W = lle_weights(X, 5)
     assert np.isfinite(W.data).all()
     np.testing.assert_allclose(np.asarray(W.sum(axis=1)).ravel(), 1.0, atol=1e-12)
@@ -91,11 +91,15 @@ def _qp_problem(n=40, q=3, k=4, seed=2):
     return W, Y, A.T @ A
 
 
-@pytest.mark.parametrize("dense_limit, solver, path", [
-    (6000, "active-set", ["active-set", "L-BFGS-B+active-set"]),   # labels 0 and 2 cycle: fallback
-    (6000, "lbfgsb", ["L-BFGS-B+active-set"]),
-    (0, "active-set", ["L-BFGS-B+active-set"]),                     # sparse M: the previous path
-], ids=["active-set", "lbfgsb-dense-polish", "sparse-polish"])
+@pytest.mark.parametrize(
+    "dense_limit, solver, path",
+    [
+        (6000, "active-set", ["active-set", "L-BFGS-B+active-set"]),  # labels 0 and 2 cycle: fallback
+        (6000, "lbfgsb", ["L-BFGS-B+active-set"]),
+        (0, "active-set", ["L-BFGS-B+active-set"]),  # sparse M: the previous path
+    ],
+    ids=["active-set", "lbfgsb-dense-polish", "sparse-polish"],
+)
 def test_label_manifold_is_feasible_and_satisfies_kkt(monkeypatch, dense_limit, solver, path):
     monkeypatch.setattr(label_manifold_module, "_DENSE_QP_LIMIT", dense_limit)
     W, Y, M = _qp_problem()
@@ -106,9 +110,9 @@ def test_label_manifold_is_feasible_and_satisfies_kkt(monkeypatch, dense_limit, 
     g = 2 * M @ mu
     scale = np.abs(g).max()
     active = y * mu <= 1.0 + 1e-9
-    assert active.any(axis=0).all() and (~active).any(axis=0).all()      # a non-trivial case
-    assert np.abs(g[~active]).max() < 1e-8 * scale                        # stationary on free coordinates
-    assert (y * g)[active].min() > -1e-8 * scale                          # multipliers of active bounds ≥ 0
+    assert active.any(axis=0).all() and (~active).any(axis=0).all()  # a non-trivial case
+    assert np.abs(g[~active]).max() < 1e-8 * scale  # stationary on free coordinates
+    assert (y * g)[active].min() > -1e-8 * scale  # multipliers of active bounds ≥ 0
 
 
 def _record_workers(monkeypatch) -> list:
@@ -152,7 +156,7 @@ def test_dense_labels_in_worker_processes_equal_all_at_once(monkeypatch):
     calls = _record_workers(monkeypatch)
     W, Y, _ = _qp_problem(n=80, q=5, k=8, seed=1)
     with threadpool_limits(2):
-        mu, info = label_manifold(W, Y, return_info=True)                # 80 × 5 is below _SPLIT_WORK
+        mu, info = label_manifold(W, Y, return_info=True)  # 80 × 5 is below _SPLIT_WORK
         assert calls == []
         monkeypatch.setattr(label_manifold_module, "_SPLIT_WORK", 0)
         mu2, info2 = label_manifold(W, Y, return_info=True)
@@ -229,17 +233,21 @@ def test_single_precision_first_iterations_reach_the_exact_optimum(monkeypatch, 
     """Cold-started iterations steer the active set in float32 first (forced here on small
     problems): the labels still end at exact KKT points, the optimum of the previous path."""
     monkeypatch.setattr(label_manifold_module, "_ROUGH_MIN", 0)
-    monkeypatch.setattr(label_manifold_module, "_ROUGH_CHANGES", 0.0)   # as long as the set changes
+    monkeypatch.setattr(label_manifold_module, "_ROUGH_CHANGES", 0.0)  # as long as the set changes
     W, Y, _ = _qp_problem(n=80, q=5, k=8, seed=seed)
     y = 2.0 * Y - 1
     qp = label_manifold_module._QP(W, 1.0)
     solves = []
     solve_free = label_manifold_module._QP.solve_free
-    monkeypatch.setattr(label_manifold_module._QP, "solve_free",
-                        lambda self, free, rhs, x0, rough=None: solves.append(rough.copy()) or
-                        solve_free(self, free, rhs, x0, rough))
+    monkeypatch.setattr(
+        label_manifold_module._QP,
+        "solve_free",
+        lambda self, free, rhs, x0, rough=None: (
+            solves.append(rough.copy()) or solve_free(self, free, rhs, x0, rough)
+        ),
+    )
     mu, _ = label_manifold_module._pdas(qp, y, y.copy(), cold=True)
-    assert solves[0].all() and not solves[-1].any()                      # float32 first, exact last
+    assert solves[0].all() and not solves[-1].any()  # float32 first, exact last
     assert {"Md", "P"} & set(qp._single)
     done = np.isfinite(mu).all(axis=0)
     assert done.sum() >= 4
@@ -295,7 +303,9 @@ def test_free_block_solves_match_a_dense_solve(active_share):
     for k in range(3):
         f = free[:, k]
         Mff = M[np.ix_(f, f)]
-        assert np.abs(Mff @ x[f, k] - rhs[f, k]).max() < 1e-13 * np.abs(Mff).sum(axis=1).max() * np.abs(x).max()
+        assert (
+            np.abs(Mff @ x[f, k] - rhs[f, k]).max() < 1e-13 * np.abs(Mff).sum(axis=1).max() * np.abs(x).max()
+        )
         np.testing.assert_allclose(x[f, k], np.linalg.solve(Mff, rhs[f, k]), rtol=1e-8)
         assert (x[~f, k] == 0).all()
 
@@ -327,7 +337,7 @@ def test_sparse_polish_by_cg_or_its_lu_fallback_is_exact(monkeypatch, cg_maxiter
     At = sp.csr_matrix((sp.identity(60) - W).T)
     x = label_manifold_module._solve_free_sparse(At[free], rhs, np.zeros(free.sum()), atol=1e-12)
     assert np.allclose(x, np.linalg.solve(M[np.ix_(free, free)], rhs), rtol=1e-9, atol=1e-9)
-    assert len(lu_calls) == (cg_maxiter == 1)                             # one CG product cannot: the LU answers
+    assert len(lu_calls) == (cg_maxiter == 1)  # one CG product cannot: the LU answers
     mu, info = label_manifold(W, Y, lam=1.0, return_info=True)
     assert all(i["kkt"] <= 1e-8 and i["solver"] == "L-BFGS-B+active-set" for i in info)
 
@@ -338,8 +348,14 @@ def test_label_manifold_matches_an_independent_dense_solver():
     for j in range(Y.shape[1]):
         y = 2.0 * Y[:, j] - 1
         bounds = [(1.0, None) if s > 0 else (None, -1.0) for s in y]
-        ref = minimize(lambda m: m @ M @ m, y, jac=lambda m: 2 * M @ m, method="SLSQP", bounds=bounds,
-                       options={"ftol": 1e-14, "maxiter": 1000})
+        ref = minimize(
+            lambda m: m @ M @ m,
+            y,
+            jac=lambda m: 2 * M @ m,
+            method="SLSQP",
+            bounds=bounds,
+            options={"ftol": 1e-14, "maxiter": 1000},
+        )
         assert ref.success
         ours, theirs = mu[:, j] @ M @ mu[:, j], ref.fun
         assert ours <= theirs + 1e-10
@@ -356,7 +372,7 @@ def test_label_manifold_rejects_an_unknown_solver():
 def test_label_manifold_scales_with_lambda_and_handles_constant_labels():
     W, Y, _ = _qp_problem(seed=4)
     Y = np.column_stack([Y, np.ones(len(Y), np.int8), np.zeros(len(Y), np.int8)])
-    mu1, mu3 = label_manifold(W, Y, lam=1.0), label_manifold(W, 2 * Y - 1, lam=3.0)   # 0/1 or ±1 labels
+    mu1, mu3 = label_manifold(W, Y, lam=1.0), label_manifold(W, 2 * Y - 1, lam=3.0)  # 0/1 or ±1 labels
     np.testing.assert_allclose(mu3, 3 * mu1, rtol=1e-7, atol=1e-9)
     np.testing.assert_array_equal(mu1[:, -2:], np.column_stack([np.ones(len(Y)), -np.ones(len(Y))]))
 
@@ -365,18 +381,19 @@ def test_label_manifold_scales_with_lambda_and_handles_constant_labels():
 def test_irwls_objective_is_non_increasing_and_consistent():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(50, 4))
-    Y = (X[:, :3] + 0.8 * rng.normal(size=(50, 3)) > 0).astype(np.int8)       # noisy: hinge is active
+    Y = (X[:, :3] + 0.8 * rng.normal(size=(50, 3)) > 0).astype(np.int8)  # noisy: hinge is active
     U = (2.0 * Y - 1) * (1 + rng.exponential(size=Y.shape))
     K = _rbf(X)
     res = sign_msvr(K, U, Y, C1=1.0, C2=10.0, epsilon=2.0, tol=0.0, max_iter=40)
     assert res.n_iter >= 5 and len(res.objective) == res.n_iter + 1
     F = K @ res.coef + res.intercept
-    assert (np.linalg.norm(U - F, axis=1) < 2.0).sum() >= 5          # points inside the ε-tube (β_N ≠ 0 rows)
+    assert (np.linalg.norm(U - F, axis=1) < 2.0).sum() >= 5  # points inside the ε-tube (β_N ≠ 0 rows)
     assert (np.diff(res.objective) <= 0).all()
     assert res.objective[-1] < 0.5 * res.objective[0]
-    np.testing.assert_allclose(res.objective[-1], sign_msvr_objective(K, U, Y, res.coef, res.intercept, epsilon=2.0),
-                               rtol=1e-10)
-    np.testing.assert_allclose(res.coef.sum(axis=0), 0.0, atol=1e-8)   # optimality in b (Eq. 12, 2nd row)
+    np.testing.assert_allclose(
+        res.objective[-1], sign_msvr_objective(K, U, Y, res.coef, res.intercept, epsilon=2.0), rtol=1e-10
+    )
+    np.testing.assert_allclose(res.coef.sum(axis=0), 0.0, atol=1e-8)  # optimality in b (Eq. 12, 2nd row)
 
 
 def test_irwls_reusing_a_factor_gives_the_iterates_of_a_factorisation_per_iteration(monkeypatch):
@@ -389,12 +406,16 @@ def test_irwls_reusing_a_factor_gives_the_iterates_of_a_factorisation_per_iterat
     U, K = (2.0 * Y - 1) * (1 + rng.exponential(size=Y.shape)), _rbf(X)
     factorisations = []
     cho_factor = scipy.linalg.cho_factor
-    monkeypatch.setattr(scipy.linalg, "cho_factor", lambda *a, **k: factorisations.append(1) or cho_factor(*a, **k))
+    monkeypatch.setattr(
+        scipy.linalg, "cho_factor", lambda *a, **k: factorisations.append(1) or cho_factor(*a, **k)
+    )
     res = sign_msvr(K, U, Y, tol=1e-8)
     reused = res.n_iter - len(factorisations)
     monkeypatch.setattr(label_manifold_module, "_CG_MIN_STEPS", 10**9)
     ref = sign_msvr(K, U, Y, tol=1e-8)
-    assert res.n_iter == ref.n_iter > 50 and reused > res.n_iter // 3     # measured: 84 iterations, 36 factorisations
+    assert (
+        res.n_iter == ref.n_iter > 50 and reused > res.n_iter // 3
+    )  # measured: 84 iterations, 36 factorisations
     np.testing.assert_allclose(res.coef, ref.coef, rtol=0, atol=1e-12 * np.abs(ref.coef).max())
     np.testing.assert_allclose(res.intercept, ref.intercept, rtol=0, atol=1e-12)
     np.testing.assert_allclose(res.objective, ref.objective, rtol=1e-12)
@@ -434,7 +455,7 @@ def test_irwls_is_at_least_as_good_as_a_generic_optimiser():
     res = sign_msvr(K, U, Y, C1=1.0, C2=C2, epsilon=eps, tol=1e-10, max_iter=300)
 
     def objective(v):
-        B, b = v[:n * q].reshape(n, q), v[n * q:]
+        B, b = v[: n * q].reshape(n, q), v[n * q :]
         KB = K @ B
         F = KB + b
         E = U - F
@@ -444,8 +465,13 @@ def test_irwls_is_at_least_as_good_as_a_generic_optimiser():
         value = 0.5 * (B * KB).sum() + over @ over + C2 * np.maximum(-y * F, 0).sum()
         return value, np.concatenate([(KB + K @ dF).ravel(), dF.sum(axis=0)])
 
-    ref = minimize(objective, 0.1 * rng.normal(size=n * q + q), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-12})
+    ref = minimize(
+        objective,
+        0.1 * rng.normal(size=n * q + q),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-12},
+    )
     assert ref.nit > 50
     assert res.objective[-1] <= ref.fun * (1 + 1e-9)
 
@@ -468,7 +494,7 @@ def test_irwls_without_hinge_and_epsilon_is_kernel_ridge_with_bias():
 def test_toy_experiment_recovers_the_numerical_labels(tmp_path):
     result = toy_experiment()
     assert result.X.shape == (625, 3) and result.mu.shape == result.mu_true.shape == (625, 2)
-    assert (result.correlation > 0.99).all()                  # measured 0.99995 and 0.9984
+    assert (result.correlation > 0.99).all()  # measured 0.99995 and 0.9984
     assert ((result.mu > 0) == (result.mu_true > 0)).all()
     plot_toy(result, tmp_path / "toy.png")
     assert (tmp_path / "toy.png").stat().st_size > 10_000
@@ -488,11 +514,24 @@ def test_ml2_beats_the_label_prior():
     assert hamming_loss(Yte, pred) < hamming_loss(Yte, (prior > 0.5).astype(np.int8)) - 0.05
 
 
-@pytest.mark.parametrize("name, value", [
-    ("n_neighbors", 0), ("lam", 0.0), ("C1", -1.0), ("C2", -1.0), ("epsilon", -0.1), ("kernel", "poly"),
-    ("gamma", 0.0), ("gamma", "auto"), ("max_iter", 0), ("tol", -1e-3), ("reg", 0.0), ("lam", np.nan),
-    ("n_neighbors", 30),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("n_neighbors", 0),
+        ("lam", 0.0),
+        ("C1", -1.0),
+        ("C2", -1.0),
+        ("epsilon", -0.1),
+        ("kernel", "poly"),
+        ("gamma", 0.0),
+        ("gamma", "auto"),
+        ("max_iter", 0),
+        ("tol", -1e-3),
+        ("reg", 0.0),
+        ("lam", np.nan),
+        ("n_neighbors", 30),
+    ],
+)
 def test_bad_parameters_raise_naming_the_parameter(name, value):
     X, Y = _multilabel(n=30)
     with pytest.raises(ValueError, match=name):

@@ -34,8 +34,9 @@ def test_gamma_I_zero_is_kernel_ridge_on_labelled_points():
     # Θ_u = 0 and (ν1 K_ll + l γ_A I) Θ_l = Y_l: kernel ridge with alpha = l γ_A / ν1.
     krr = KernelRidge(alpha=l * 0.05 / 0.8, kernel="rbf", gamma=1 / (2 * est.sigma_**2))
     krr.fit(_standardise(est, X)[lab], 2.0 * Y[lab] - 1)
-    np.testing.assert_allclose(est.decision_function(X_test),
-                               krr.predict(_standardise(est, X_test)), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        est.decision_function(X_test), krr.predict(_standardise(est, X_test)), rtol=1e-8, atol=1e-10
+    )
 
 
 def test_unit_reliance_weights_are_ml_mr():
@@ -63,8 +64,14 @@ def test_ml_mr_is_stationary_point_of_laprls_objective():
     assert np.abs(grad).max() < 1e-8
 
 
-@pytest.mark.parametrize("graph", [{"graph": "knn", "k": 6}, {"graph": "epsilon", "eps": 0.9},
-                                   {"graph": "bmatching", "b": 4, "weights": "heat"}])
+@pytest.mark.parametrize(
+    "graph",
+    [
+        {"graph": "knn", "k": 6},
+        {"graph": "epsilon", "eps": 0.9},
+        {"graph": "bmatching", "b": 4, "weights": "heat"},
+    ],
+)
 @pytest.mark.parametrize("nu", [(1.0, 0.1), (1.0, 1.0), (0.7, 0.0)])
 def test_ml_mrrw_matches_eq19_assembled_densely(graph, nu):
     """The in-place, transposed LU path against a plain scipy.linalg.solve of Eq. 19, 1e-10."""
@@ -75,7 +82,9 @@ def test_ml_mrrw_matches_eq19_assembled_densely(graph, nu):
     K = np.exp(-sq(Xs, Xs) / (2 * est.sigma_**2))
     Ke = np.exp(-sq(Xt, Xs) / (2 * est.sigma_**2))
     kind = graph["graph"]
-    W = build_graph(Xs, kind=kind, sigma=est.sigma_, **{k: v for k, v in graph.items() if k != "graph"}).toarray()
+    W = build_graph(
+        Xs, kind=kind, sigma=est.sigma_, **{k: v for k, v in graph.items() if k != "graph"}
+    ).toarray()
     assert W.any()
     L = np.diag(W.sum(1)) - W
     lab = (Y != -1).all(axis=1)
@@ -86,7 +95,9 @@ def test_ml_mrrw_matches_eq19_assembled_densely(graph, nu):
     theta = scipy.linalg.solve(A, np.where(lab[:, None], 2.0 * Y - 1, 0.0))
     np.testing.assert_allclose(est.dual_coef_, Xi @ theta, rtol=1e-10, atol=1e-10 * np.abs(theta).max())
     scores = Ke @ Xi @ theta
-    np.testing.assert_allclose(est.decision_function(X_test), scores, rtol=1e-10, atol=1e-10 * np.abs(scores).max())
+    np.testing.assert_allclose(
+        est.decision_function(X_test), scores, rtol=1e-10, atol=1e-10 * np.abs(scores).max()
+    )
     np.testing.assert_array_equal(est.predict(X_test), (scores > 0).astype(np.int8))
     assert est.solver_report_["solver"] == "exact" and est.solver_report_["residual"] < 1e-12
     # Cholesky of ν M K M + λ M needs Ξ = νI and every graph component to hold a labelled point.
@@ -134,7 +145,9 @@ def test_ill_conditioned_system_falls_back_to_double_precision(nu):
     params = dict(gamma_A=1e-13, gamma_I=1.0, nu1=nu[0], nu2=nu[1], sigma=20.0)
     mixed, double = MLMRRW(**params).fit(X, Y), MLMRRW(precision="double", **params).fit(X, Y)
     assert mixed.solver_report_["precision"] == "double"
-    assert (mixed.solver_report_["refinement_steps"] > 0) == (nu[0] != nu[1])  # no float32 Cholesky when ν1 = ν2
+    assert (mixed.solver_report_["refinement_steps"] > 0) == (
+        nu[0] != nu[1]
+    )  # no float32 Cholesky when ν1 = ν2
     assert double.solver_report_["precision"] == "double" and double.solver_report_["refinement_steps"] == 0
     np.testing.assert_array_equal(mixed.dual_coef_, double.dual_coef_)
 
@@ -185,7 +198,9 @@ def test_nystrom_with_every_point_a_landmark_is_exact():
     assert nys.solver_report_["n_landmarks"] == 80 and nys.solver_report_["rank"] == 80
     assert abs(nys.solver_report_["kernel_trace_error"]) < 1e-10
     assert nys.solver_report_["residual"] < 1e-8
-    np.testing.assert_allclose(nys.decision_function(X_test), exact.decision_function(X_test), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(
+        nys.decision_function(X_test), exact.decision_function(X_test), rtol=1e-7, atol=1e-9
+    )
 
 
 @pytest.mark.parametrize("landmarks", ["kmeans", "random"])
@@ -193,8 +208,17 @@ def test_nystrom_is_the_exact_solution_for_the_nystrom_kernel(landmarks):
     """With m < n landmarks the model is Eq. 19–20 with K̃ = K_nm K_mm⁻¹ K_mn in place of K,
     solved here densely by scipy (no Woodbury), and K̃_e = K_em K_mm⁻¹ K_mn for test points."""
     X, Y, X_test = _problem(n=90, seed=9)
-    est = MLMRRW(gamma_A=0.02, gamma_I=5.0, nu1=1.0, nu2=0.3, sigma=3.0, solver="nystrom",
-                 n_landmarks=30, random_state=4, landmarks=landmarks).fit(X, Y)
+    est = MLMRRW(
+        gamma_A=0.02,
+        gamma_I=5.0,
+        nu1=1.0,
+        nu2=0.3,
+        sigma=3.0,
+        solver="nystrom",
+        n_landmarks=30,
+        random_state=4,
+        landmarks=landmarks,
+    ).fit(X, Y)
     Xs, Xt, P = _standardise(est, X), _standardise(est, X_test), est.X_fit_
     assert len(P) == 30
     k = lambda A, B: np.exp(-((A[:, None, :] - B[None, :, :]) ** 2).sum(-1) / (2 * est.sigma_**2))
@@ -237,8 +261,12 @@ def test_kmeans_landmarks_approximate_a_clustered_kernel_better_than_random_poin
     X = np.repeat(centres, 40, axis=0) + 0.1 * rng.normal(size=(200, 4))
     Y = (X[:, :2] > 0).astype(np.int8)
     Y[::2] = -1
-    errors = {rule: MLMRRW(solver="nystrom", n_landmarks=5, sigma=1.0, landmarks=rule).fit(X, Y)
-              .solver_report_["kernel_trace_error"] for rule in ("kmeans", "random")}
+    errors = {
+        rule: MLMRRW(solver="nystrom", n_landmarks=5, sigma=1.0, landmarks=rule)
+        .fit(X, Y)
+        .solver_report_["kernel_trace_error"]
+        for rule in ("kmeans", "random")
+    }
     assert errors["kmeans"] < 0.05 < errors["random"]
 
 
@@ -258,12 +286,22 @@ def test_same_seed_same_numbers_and_clone():
     assert clone(est).get_params()["nu2"] == 0.1
 
 
-@pytest.mark.parametrize("params, name", [
-    ({"nu2": -0.1}, "nu2"), ({"nu1": 0.0}, "nu1"), ({"sigma": 0.0}, "sigma"),
-    ({"sigma": -1.0}, "sigma"), ({"gamma_A": 0.0}, "gamma_A"), ({"gamma_I": -1.0}, "gamma_I"),
-    ({"graph": "full"}, "graph"), ({"weights": "cosine"}, "weights"),
-    ({"solver": "cg"}, "solver"), ({"n_landmarks": 0}, "n_landmarks"), ({"landmarks": "grid"}, "landmarks"),
-])
+@pytest.mark.parametrize(
+    "params, name",
+    [
+        ({"nu2": -0.1}, "nu2"),
+        ({"nu1": 0.0}, "nu1"),
+        ({"sigma": 0.0}, "sigma"),
+        ({"sigma": -1.0}, "sigma"),
+        ({"gamma_A": 0.0}, "gamma_A"),
+        ({"gamma_I": -1.0}, "gamma_I"),
+        ({"graph": "full"}, "graph"),
+        ({"weights": "cosine"}, "weights"),
+        ({"solver": "cg"}, "solver"),
+        ({"n_landmarks": 0}, "n_landmarks"),
+        ({"landmarks": "grid"}, "landmarks"),
+    ],
+)
 def test_bad_parameters_are_named(params, name):
     X, Y, _ = _problem()
     with pytest.raises(ValueError, match=name):
@@ -292,15 +330,17 @@ def test_sparse_features_equal_dense_and_constant_features_drop_out():
     import scipy.sparse as sp
 
     X, Y, X_test = _problem(seed=6)
-    X = np.hstack([X, np.ones((len(X), 1))])                  # constant on the training set
+    X = np.hstack([X, np.ones((len(X), 1))])  # constant on the training set
     X_test = np.hstack([X_test, np.arange(len(X_test))[:, None]])  # varies on test points
     dense = MLMRRW(sigma=2.0).fit(X, Y)
     sparse = MLMRRW(sigma=2.0).fit(sp.csr_matrix(X), Y)
-    np.testing.assert_allclose(dense.decision_function(X_test),
-                               sparse.decision_function(sp.csr_matrix(X_test)), rtol=1e-12)
+    np.testing.assert_allclose(
+        dense.decision_function(X_test), sparse.decision_function(sp.csr_matrix(X_test)), rtol=1e-12
+    )
     reduced = MLMRRW(sigma=2.0).fit(X[:, :-1], Y)
-    np.testing.assert_allclose(dense.decision_function(X_test),
-                               reduced.decision_function(X_test[:, :-1]), rtol=1e-10)
+    np.testing.assert_allclose(
+        dense.decision_function(X_test), reduced.decision_function(X_test[:, :-1]), rtol=1e-10
+    )
 
 
 def test_label_values_are_checked_before_casting():

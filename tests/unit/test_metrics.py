@@ -48,7 +48,7 @@ def rankable(Y, scores):
 def brute_average_precision(Y, scores):
     """Zhang & Zhou AP, written plainly; rank(j) = #labels with score >= s_j; rankable rows."""
     values = []
-    for y, s in zip(Y, scores):
+    for y, s in zip(Y, scores, strict=True):
         rel = [j for j in range(len(y)) if y[j]]
         if len(rel) in (0, len(y)):
             continue
@@ -63,7 +63,7 @@ def brute_average_precision(Y, scores):
 def brute_ranking_loss(Y, scores):
     """Fraction of (relevant, irrelevant) pairs with s_rel <= s_irr, written plainly; rankable rows."""
     values = []
-    for y, s in zip(Y, scores):
+    for y, s in zip(Y, scores, strict=True):
         rel = [j for j in range(len(y)) if y[j]]
         irr = [k for k in range(len(y)) if not y[k]]
         if not rel or not irr:
@@ -86,13 +86,15 @@ def mulan_measures(Y, scores):
     """Literal port of MULAN's AveragePrecision, OneError, Coverage and RankingLoss (the
     updateRanking / computeLoss loops of mulan.evaluation), averaged as Evaluator does."""
     sums = {"ap": [], "one_error": [], "coverage": [], "ranking_loss": []}
-    for y, s in zip(Y, scores):
+    for y, s in zip(Y, scores, strict=True):
         q, ranking = len(y), mulan_ranks(s)
         relevant = [j for j in range(q) if y[j]]
         irrelevant = [j for j in range(q) if not y[j]]
         if relevant:  # AveragePrecision skips rows with no relevant label
-            sums["ap"].append(sum(sum(ranking[rr] <= ranking[r] for rr in relevant) / ranking[r]
-                                  for r in relevant) / len(relevant))
+            sums["ap"].append(
+                sum(sum(ranking[rr] <= ranking[r] for rr in relevant) / ranking[r] for r in relevant)
+                / len(relevant)
+            )
         top = ranking.index(1)
         sums["one_error"].append(0.0 if y[top] else 1.0)
         how_deep = 0
@@ -209,19 +211,24 @@ def test_ranking_metrics_match_sklearn(seed, ties):
     nonempty = Y.sum(1) > 0
     # MULAN's row rules: AP skips empty rows only (scikit-learn scores a full row 1, as MULAN)
     assert M.average_precision(Y, S, ties="max") == pytest.approx(
-        skm.label_ranking_average_precision_score(Y[nonempty], S[nonempty]), rel=1e-12)
+        skm.label_ranking_average_precision_score(Y[nonempty], S[nonempty]), rel=1e-12
+    )
     # scikit-learn's coverage_error scores an empty row 0, as MULAN; others are ours + 1
     assert M.coverage(Y, S, ties="max") == pytest.approx(
-        skm.coverage_error(Y, S) - nonempty.mean(), rel=1e-12)
+        skm.coverage_error(Y, S) - nonempty.mean(), rel=1e-12
+    )
     assert M.ranking_loss(Y, S, ties="max") == pytest.approx(skm.label_ranking_loss(Y, S), rel=1e-12)
     # exclude: the same formulas on the rankable rows
     Yk, Sk = rankable(Y, S)
     assert M.average_precision(Y, S, "exclude", "max") == pytest.approx(
-        skm.label_ranking_average_precision_score(Yk, Sk), rel=1e-12)
+        skm.label_ranking_average_precision_score(Yk, Sk), rel=1e-12
+    )
     assert M.coverage(Y, S, empty_rows="exclude", ties="max") == pytest.approx(
-        skm.coverage_error(Yk, Sk) - 1, rel=1e-12)
+        skm.coverage_error(Yk, Sk) - 1, rel=1e-12
+    )
     assert M.coverage(Y, S, normalize=True, empty_rows="exclude", ties="max") == pytest.approx(
-        (skm.coverage_error(Yk, Sk) - 1) / Y.shape[1], rel=1e-12)
+        (skm.coverage_error(Yk, Sk) - 1) / Y.shape[1], rel=1e-12
+    )
     assert M.ranking_loss(Y, S, "exclude", "max") == pytest.approx(skm.label_ranking_loss(Yk, Sk), rel=1e-12)
 
 
@@ -230,7 +237,8 @@ def test_ranking_metrics_match_sklearn(seed, ties):
 def test_exclude_max_against_brute_force(seed, ties):
     Y, S = random_problem(seed, n=60, q=6, ties=ties)
     assert M.average_precision(Y, S, "exclude", "max") == pytest.approx(
-        brute_average_precision(Y, S), rel=1e-12)
+        brute_average_precision(Y, S), rel=1e-12
+    )
     assert M.ranking_loss(Y, S, "exclude", "max") == pytest.approx(brute_ranking_loss(Y, S), rel=1e-12)
 
 
@@ -258,9 +266,11 @@ def test_bipartition_metrics_match_sklearn(seed):
     only_true_empty = (Y.sum(1) == 0) & (P.sum(1) > 0)
     assert only_pred_empty.any() and only_true_empty.any()
     assert M.example_precision(Y, P) == pytest.approx(
-        skm.precision_score(Y, P, average="samples", zero_division=1.0) - only_pred_empty.mean())
+        skm.precision_score(Y, P, average="samples", zero_division=1.0) - only_pred_empty.mean()
+    )
     assert M.example_recall(Y, P) == pytest.approx(
-        skm.recall_score(Y, P, average="samples", zero_division=1.0) - only_true_empty.mean())
+        skm.recall_score(Y, P, average="samples", zero_division=1.0) - only_true_empty.mean()
+    )
 
 
 @pytest.mark.parametrize("zero_division", ["warn", 0.0, 1.0, np.nan])
@@ -372,8 +382,11 @@ def test_micro_f1_zero_division():
 @pytest.mark.parametrize("bad", [0.5, "ignore", True, None, -1])
 def test_zero_division_is_validated(bad):
     Y = np.array([[1, 0], [0, 1]])
-    for call in (lambda: M.micro_f1(Y, Y, zero_division=bad), lambda: M.macro_f1(Y, Y, zero_division=bad),
-                 lambda: M.evaluate(Y, None, Y, ["hamming_loss"], zero_division=bad)):
+    for call in (
+        lambda: M.micro_f1(Y, Y, zero_division=bad),
+        lambda: M.macro_f1(Y, Y, zero_division=bad),
+        lambda: M.evaluate(Y, None, Y, ["hamming_loss"], zero_division=bad),
+    ):
         with pytest.raises(ValueError, match="zero_division"):
             call()
 
@@ -462,8 +475,20 @@ def test_metrics_registry():
     }  # fmt: skip
     for name, spec in M.METRICS.items():
         assert callable(spec.function) and isinstance(spec.greater_is_better, bool)
-        assert spec.kind == ("scores" if name in ("avg_precision", "one_error", "coverage", "coverage_norm",
-                                                  "ranking_loss", "macro_auc", "micro_auc") else "pred")
+        assert spec.kind == (
+            "scores"
+            if name
+            in (
+                "avg_precision",
+                "one_error",
+                "coverage",
+                "coverage_norm",
+                "ranking_loss",
+                "macro_auc",
+                "micro_auc",
+            )
+            else "pred"
+        )
         assert set(spec.options) <= set(inspect.signature(spec.function).parameters), name
     assert [k for k, spec in M.METRICS.items() if not spec.greater_is_better] == [
         "hamming_loss", "one_error", "coverage", "coverage_norm", "ranking_loss",

@@ -44,8 +44,12 @@ T_HAND = np.array([[0.9], [1.4], [11.0]])
 def test_hand_computed_priors_posteriors_scores(standardize):
     est = MLkNN(k=2, s=1.0, standardize=standardize).fit(X_HAND, Y_HAND)
     np.testing.assert_allclose(est.prior_, [1 / 2, 3 / 8], rtol=1e-15)
-    np.testing.assert_allclose(est.cond_prob_true_, [[2 / 6, 3 / 6, 1 / 6], [1 / 5, 3 / 5, 1 / 5]], rtol=1e-15)
-    np.testing.assert_allclose(est.cond_prob_false_, [[1 / 6, 3 / 6, 2 / 6], [4 / 7, 1 / 7, 2 / 7]], rtol=1e-15)
+    np.testing.assert_allclose(
+        est.cond_prob_true_, [[2 / 6, 3 / 6, 1 / 6], [1 / 5, 3 / 5, 1 / 5]], rtol=1e-15
+    )
+    np.testing.assert_allclose(
+        est.cond_prob_false_, [[1 / 6, 3 / 6, 2 / 6], [4 / 7, 1 / 7, 2 / 7]], rtol=1e-15
+    )
     np.testing.assert_array_equal(est.counts_[..., 1], [[1, 2, 0], [0, 2, 0]])  # c
     np.testing.assert_array_equal(est.counts_[..., 0], [[0, 2, 1], [3, 0, 1]])  # c'
     expected = [[1 / 3, 21 / 121], [1 / 2, 21 / 121], [2 / 3, 21 / 71]]
@@ -189,10 +193,23 @@ def test_unlabelled_rows_are_ignored():
     assert not np.array_equal(a.counts_, c.counts_)
 
 
-@pytest.mark.parametrize("name, value", [
-    ("k", 0), ("k", 2.5), ("k", True), ("k", None), ("s", 0), ("s", -1.0), ("s", np.nan),
-    ("s", "1"), ("standardize", 1), ("standardize", "yes"), ("self_neighbour", 0), ("self_neighbour", None),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("k", 0),
+        ("k", 2.5),
+        ("k", True),
+        ("k", None),
+        ("s", 0),
+        ("s", -1.0),
+        ("s", np.nan),
+        ("s", "1"),
+        ("standardize", 1),
+        ("standardize", "yes"),
+        ("self_neighbour", 0),
+        ("self_neighbour", None),
+    ],
+)
 def test_bad_parameters_name_the_parameter(name, value):
     X, Y, _ = _random_problem()
     with pytest.raises(ValueError, match=f"parameter {name}="):
@@ -266,8 +283,9 @@ def test_parity_with_skmultilearn():
     np.testing.assert_allclose(ours.prior_, np.asarray(ref._prior_prob_true).ravel(), rtol=1e-15)
     np.testing.assert_allclose(ours.cond_prob_true_, ref._cond_prob_true.toarray(), rtol=1e-15)
     np.testing.assert_allclose(ours.cond_prob_false_, ref._cond_prob_false.toarray(), rtol=1e-15)
-    np.testing.assert_allclose(ours.decision_function(X_test), ref.predict_proba(X_test).toarray(),
-                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        ours.decision_function(X_test), ref.predict_proba(X_test).toarray(), rtol=1e-12, atol=1e-15
+    )
     # scikit-multilearn predicts p_true >= p_false; ours is strict. They differ exactly on ties.
     scores, reference = ours.decision_function(X_test), ref.predict(X_test).toarray()
     np.testing.assert_array_equal(ours.predict(X_test) != reference, (scores == 0.5) & (reference == 1))

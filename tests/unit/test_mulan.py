@@ -74,15 +74,10 @@ def test_labels_by_name_in_xml_order_and_feature_encoding(toy):
 
 
 def test_n_labels_first_and_last(tmp_path):
-    text = (
-        "@relation r\n@attribute a {0,1}\n@attribute x numeric\n@attribute b {0,1}\n"
-        "@data\n1,5,0\n0,6,1\n"
-    )
+    text = "@relation r\n@attribute a {0,1}\n@attribute x numeric\n@attribute b {0,1}\n@data\n1,5,0\n0,6,1\n"
     arff = write(tmp_path / "r.arff", text)
     first = load_mulan(arff, n_labels=1, label_location="first", name="custom")
-    assert (
-        first.name == "custom" and first.label_names == ("a",) and first.feature_names == ("x", "b")
-    )
+    assert first.name == "custom" and first.label_names == ("a",) and first.feature_names == ("x", "b")
     np.testing.assert_array_equal(first.Y, [[1], [0]])
     last = load_mulan(arff, n_labels=1)
     assert last.label_names == ("b",) and last.feature_names == ("a", "x")
@@ -171,9 +166,7 @@ def test_missing_sparse_values_mean_imputed_counting_zeros(tmp_path):
     arff = write(tmp_path / "m.arff", text)
     with pytest.raises(ArffError, match="line 6, column 1: missing value .* feature 'x'"):
         load_mulan(arff, n_labels=1)
-    np.testing.assert_array_equal(
-        load_mulan(arff, n_labels=1, missing="mean").X.toarray(), [[6], [3], [0]]
-    )
+    np.testing.assert_array_equal(load_mulan(arff, n_labels=1, missing="mean").X.toarray(), [[6], [3], [0]])
 
 
 def test_infinite_feature_value_is_always_an_error(tmp_path):
@@ -265,9 +258,7 @@ def test_slashdot_labels_are_the_first_attributes():
     names = [a.name for a in read_arff(DATASETS / "slashdot.arff.gz").attributes]
     assert set(names[:22]) == set(ds.label_names)
     assert ds.feature_names == tuple(names[22:])
-    never = [
-        label for label, count in zip(ds.label_names, ds.Y.sum(axis=0), strict=True) if count == 0
-    ]
+    never = [label for label, count in zip(ds.label_names, ds.Y.sum(axis=0), strict=True) if count == 0]
     assert sorted(never) == ["Main", "Meta"]
 
 
@@ -409,8 +400,10 @@ def test_issue_16_escaped_label_names_match_the_xml(tmp_path):
         "@attribute TAG_dise\\~no {0,1}\n@data\n1,1,0\n2,0,1\n"
     )
     arff = write(tmp_path / "r.arff", text)
-    xml = write(tmp_path / "r.xml", f'<labels xmlns="{NS}"><label name="TAG_m\\\'usica"/>'
-                f'<label name="TAG_dise\\~no"/></labels>')
+    xml = write(
+        tmp_path / "r.xml",
+        f'<labels xmlns="{NS}"><label name="TAG_m\\\'usica"/><label name="TAG_dise\\~no"/></labels>',
+    )
     ds = load_mulan(arff, xml)
     assert ds.label_names == ("TAG_m\\'usica", "TAG_dise\\~no")
     np.testing.assert_array_equal(ds.Y, [[1, 0], [0, 1]])

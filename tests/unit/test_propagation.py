@@ -116,8 +116,9 @@ def test_unreached_component_and_isolated_nodes_get_label_frequencies():
     lab[[0, 3, 8, 15, 21, 27, 35]] = True
     Y[lab] = np.random.default_rng(10).integers(0, 2, (lab.sum(), q))
     rows, cols = np.nonzero(W)
-    Ws = sp.csr_matrix((np.r_[W[rows, cols], 0.0, 0.0], (np.r_[rows, 36, 0], np.r_[cols, 0, 36])),
-                       shape=(n, n))  # with two stored explicit zeros
+    Ws = sp.csr_matrix(
+        (np.r_[W[rows, cols], 0.0, 0.0], (np.r_[rows, 36, 0], np.r_[cols, 0, 36])), shape=(n, n)
+    )  # with two stored explicit zeros
     assert Ws[36, 0] == 0 and Ws.nnz == np.count_nonzero(W) + 2
     p = Y[lab].mean(axis=0)
     assert np.array_equal(reached_nodes(Ws, lab), np.r_[np.ones(main, bool), [False] * 5, True, False])
@@ -167,11 +168,19 @@ def test_gfhf_and_lgc_share_one_cached_graph(tmp_path):
     assert entries() == 2
 
 
-@pytest.mark.parametrize("est, name", [
-    (MLLGC(alpha=1.0), "alpha"), (MLLGC(alpha=0.0), "alpha"), (MLLGC(alpha=-0.5), "alpha"),
-    (MLGFHF(graph="full"), "graph"), (MLLGC(graph="complete"), "graph"),
-    (MLGFHF(weights="binary"), "weights"), (MLGFHF(k=0), "k"), (MLLGC(sigma=-1.0), "sigma"),
-])
+@pytest.mark.parametrize(
+    "est, name",
+    [
+        (MLLGC(alpha=1.0), "alpha"),
+        (MLLGC(alpha=0.0), "alpha"),
+        (MLLGC(alpha=-0.5), "alpha"),
+        (MLGFHF(graph="full"), "graph"),
+        (MLLGC(graph="complete"), "graph"),
+        (MLGFHF(weights="binary"), "weights"),
+        (MLGFHF(k=0), "k"),
+        (MLLGC(sigma=-1.0), "sigma"),
+    ],
+)
 def test_bad_parameters_raise_naming_them(est, name):
     X, Y = _problem(n=20)
     with pytest.raises(ValueError, match=f"parameter {name}="):

@@ -19,7 +19,7 @@ def test_sizes_disjointness_and_rates():
 def test_deterministic_per_seed_rate_repetition():
     a = labelling_rate_trials(120, rates=[0.1, 0.2], repeats=2, seed=3)
     b = labelling_rate_trials(120, rates=[0.2], repeats=2, seed=3)  # same (seed, rate, rep)
-    for x, y in zip(a[2:], b):
+    for x, y in zip(a[2:], b, strict=True):
         np.testing.assert_array_equal(x.train, y.train)
         np.testing.assert_array_equal(x.labelled, y.labelled)
     c = labelling_rate_trials(120, rates=[0.1], repeats=2, seed=4)
@@ -40,12 +40,21 @@ def test_rate_without_labelled_instance_is_an_error():
         labelling_rate_trials(12, rates=[0.05], repeats=1)
 
 
-@pytest.mark.parametrize("kwargs, name", [({"rates": [0.0]}, "rates"), ({"rates": [1.5]}, "rates"),
-                                          ({"rates": []}, "rates"), ({"rates": 0.1}, "rates"),
-                                          ({"rates": [0.051, 0.054]}, "differ in percent"),
-                                          ({"repeats": 0}, "repeats"), ({"repeats": 2.5}, "repeats"),
-                                          ({"test_size": 1.0}, "test_size"), ({"test_size": 1e-4}, "no test"),
-                                          ({"subsample": 0.0}, "subsample")])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"rates": [0.0]}, "rates"),
+        ({"rates": [1.5]}, "rates"),
+        ({"rates": []}, "rates"),
+        ({"rates": 0.1}, "rates"),
+        ({"rates": [0.051, 0.054]}, "differ in percent"),
+        ({"repeats": 0}, "repeats"),
+        ({"repeats": 2.5}, "repeats"),
+        ({"test_size": 1.0}, "test_size"),
+        ({"test_size": 1e-4}, "no test"),
+        ({"subsample": 0.0}, "subsample"),
+    ],
+)
 def test_bad_parameters(kwargs, name):
     args = {"rates": [0.5], "repeats": 1, **kwargs}
     with pytest.raises(ValueError, match=name):
@@ -67,9 +76,11 @@ def test_cross_validation_folds_partition_the_data_and_are_reproducible():
     assert len(trials) == 10 and all(t.rate == 1.0 and t.labelled.all() for t in trials)
     tests = np.concatenate([t.test for t in trials])
     assert sorted(tests) == list(range(103))  # every instance tested exactly once
-    assert all(len(np.intersect1d(t.train, t.test)) == 0 and len(t.train) + len(t.test) == 103 for t in trials)
+    assert all(
+        len(np.intersect1d(t.train, t.test)) == 0 and len(t.train) + len(t.test) == 103 for t in trials
+    )
     again = cross_validation_trials(103, folds=10, seed=3)
-    assert all((a.test == b.test).all() for a, b in zip(trials, again))
+    assert all((a.test == b.test).all() for a, b in zip(trials, again, strict=True))
     assert not (cross_validation_trials(103, folds=10, seed=4)[0].test == trials[0].test).all()
 
 
@@ -113,9 +124,9 @@ def test_iterative_folds_hold_every_label_in_exact_proportion():
         assert Y[t.test].sum(axis=0).tolist() == [4, 8] and len(t.test) == 20
         assert len(np.intersect1d(t.train, t.test)) == 0 and len(t.train) == 80
     again = cross_validation_trials(100, folds=5, seed=1, stratify="iterative", Y=Y)
-    assert all(np.array_equal(a.test, b.test) for a, b in zip(trials, again))
+    assert all(np.array_equal(a.test, b.test) for a, b in zip(trials, again, strict=True))
     other = cross_validation_trials(100, folds=5, seed=2, stratify="iterative", Y=Y)
-    assert not all(np.array_equal(a.test, b.test) for a, b in zip(trials, other))
+    assert not all(np.array_equal(a.test, b.test) for a, b in zip(trials, other, strict=True))
     # the uniform folds of the same seed are not stratified (the check above can fail)
     plain = cross_validation_trials(100, folds=5, seed=1, Y=Y)
     assert any(Y[t.test].sum(axis=0).tolist() != [4, 8] for t in plain)
@@ -123,28 +134,42 @@ def test_iterative_folds_hold_every_label_in_exact_proportion():
 
 def test_stratify_none_ignores_Y_and_keeps_the_old_splits():
     Y = _planted_labels()
-    for a, b in zip(cross_validation_trials(100, folds=10, seed=3, Y=Y), cross_validation_trials(100, folds=10, seed=3)):
+    for a, b in zip(
+        cross_validation_trials(100, folds=10, seed=3, Y=Y),
+        cross_validation_trials(100, folds=10, seed=3),
+        strict=True,
+    ):
         np.testing.assert_array_equal(a.test, b.test)
-    for a, b in zip(labelling_rate_trials(100, [0.5], 2, seed=3, Y=Y), labelling_rate_trials(100, [0.5], 2, seed=3)):
+    for a, b in zip(
+        labelling_rate_trials(100, [0.5], 2, seed=3, Y=Y),
+        labelling_rate_trials(100, [0.5], 2, seed=3),
+        strict=True,
+    ):
         np.testing.assert_array_equal(a.test, b.test)
         np.testing.assert_array_equal(a.labelled, b.labelled)
 
 
 def test_iterative_halves_and_holdout_split_each_label_evenly():
     Y = _planted_labels()
-    trials = labelling_rate_trials(100, rates=[1.0], repeats=3, seed=0, test_size=0.5, stratify="iterative", Y=Y)
+    trials = labelling_rate_trials(
+        100, rates=[1.0], repeats=3, seed=0, test_size=0.5, stratify="iterative", Y=Y
+    )
     for t in trials:
         assert Y[t.test].sum(axis=0).tolist() == [10, 20] and Y[t.train].sum(axis=0).tolist() == [10, 20]
         assert len(np.intersect1d(t.train, t.test)) == 0 and len(t.train) + len(t.test) == 100
         assert t.labelled.all()
     assert not np.array_equal(trials[0].test, trials[1].test)  # repetitions resample
-    (ssl,) = labelling_rate_trials(100, rates=[0.3], repeats=1, seed=0, test_size=0.2, stratify="iterative", Y=Y)
+    (ssl,) = labelling_rate_trials(
+        100, rates=[0.3], repeats=1, seed=0, test_size=0.2, stratify="iterative", Y=Y
+    )
     assert Y[ssl.test].sum(axis=0).tolist() == [4, 8] and ssl.labelled.sum() == round(0.3 * len(ssl.train))
 
 
 def test_iterative_random_draws_of_a_training_size():
     Y = _planted_labels()
-    trials = cross_validation_trials(100, seed=0, train_size=50, test_size=0.2, repeats=3, stratify="iterative", Y=Y)
+    trials = cross_validation_trials(
+        100, seed=0, train_size=50, test_size=0.2, repeats=3, stratify="iterative", Y=Y
+    )
     for t in trials:
         assert Y[t.test].sum(axis=0).tolist() == [4, 8] and len(t.test) == 20
         assert Y[t.train].sum(axis=0).tolist() == [10, 20] and len(t.train) == 50
@@ -157,7 +182,9 @@ def test_stratification_matrix_one_hot_encodes_class_indices():
     np.testing.assert_array_equal(stratification_matrix(y, 4), expected)
     Y = np.array([[0, 1], [1, 1]])
     np.testing.assert_array_equal(stratification_matrix(Y, 2), Y.astype(bool))  # 0/1: labels as they are
-    np.testing.assert_array_equal(stratification_matrix(np.array([[1], [0]]), 2), [[True, False], [False, True]])
+    np.testing.assert_array_equal(
+        stratification_matrix(np.array([[1], [0]]), 2), [[True, False], [False, True]]
+    )
     with pytest.raises(ValueError, match="3 rows"):
         stratification_matrix(np.zeros((3, 2)), 4)
 
@@ -188,13 +215,19 @@ def test_fixed_split_labelling_rates_redraw_training_labels_only():
         assert t.labelled.sum() == round(t.rate * 60)
     assert not np.array_equal(trials[0].labelled, trials[1].labelled)
     again = fixed_split_trials(100, n_train=60, rates=[0.5], repeats=3, seed=4)
-    assert all(np.array_equal(a.labelled, b.labelled) for a, b in zip(trials[3:], again))
+    assert all(np.array_equal(a.labelled, b.labelled) for a, b in zip(trials[3:], again, strict=True))
 
 
-@pytest.mark.parametrize("kwargs, match", [({}, "test_arff"), ({"n_train": 10}, "n_train=10"),
-                                           ({"n_train": 0}, "n_train=0"),
-                                           ({"n_train": 5, "rates": [0.01]}, "no labelled"),
-                                           ({"n_train": 5, "repeats": 0}, "repeats")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({}, "test_arff"),
+        ({"n_train": 10}, "n_train=10"),
+        ({"n_train": 0}, "n_train=0"),
+        ({"n_train": 5, "rates": [0.01]}, "no labelled"),
+        ({"n_train": 5, "repeats": 0}, "repeats"),
+    ],
+)
 def test_fixed_split_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         fixed_split_trials(10, **kwargs)

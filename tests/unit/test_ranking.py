@@ -30,8 +30,9 @@ def _one_blas_thread():
 
 @functools.lru_cache(maxsize=1)
 def _generated():
-    X, Y = make_multilabel_classification(n_samples=300, n_features=20, n_classes=6, n_labels=2,
-                                          allow_unlabeled=True, random_state=0)
+    X, Y = make_multilabel_classification(
+        n_samples=300, n_features=20, n_classes=6, n_labels=2, allow_unlabeled=True, random_state=0
+    )
     return X[:150], Y[:150].astype(np.int8), X[150:], Y[150:].astype(np.int8)
 
 
@@ -51,7 +52,7 @@ def test_label_pairs_match_a_double_loop():
     Y = _random_labels(np.random.RandomState(0), 9, 5)
     expected = [(i, k, l) for i in range(9) for k in range(5) for l in range(5) if Y[i, k] and not Y[i, l]]
     rows, rel, irr = label_pairs(Y)
-    assert list(zip(rows.tolist(), rel.tolist(), irr.tolist())) == expected
+    assert list(zip(rows.tolist(), rel.tolist(), irr.tolist(), strict=True)) == expected
     assert 0 not in rows and 1 not in rows  # empty and full label sets give no pair
 
 
@@ -84,7 +85,7 @@ def _unflat(theta, shapes):
     out, at = [], 0
     for s in shapes:
         size = int(np.prod(s))
-        out.append(theta[at:at + size].reshape(s))
+        out.append(theta[at : at + size].reshape(s))
         at += size
     return out
 
@@ -101,8 +102,10 @@ def test_bpmll_gradient_matches_finite_differences():
     for j in range(theta.size):
         e = np.zeros_like(theta)
         e[j] = eps
-        numeric[j] = (bpmll_objective(_unflat(theta + e, shapes), X, Y, alpha)[0]
-                      - bpmll_objective(_unflat(theta - e, shapes), X, Y, alpha)[0]) / (2 * eps)
+        numeric[j] = (
+            bpmll_objective(_unflat(theta + e, shapes), X, Y, alpha)[0]
+            - bpmll_objective(_unflat(theta - e, shapes), X, Y, alpha)[0]
+        ) / (2 * eps)
     np.testing.assert_allclose(_flat(grads), numeric, rtol=1e-6, atol=1e-8)
     # J = Σ E_i + α/2 ‖w‖², E_i from the outputs of the network
     W1, b1, W2, b2 = _unflat(theta, shapes)
@@ -176,11 +179,11 @@ def test_ranksvm_dual_feasible_and_gap_is_the_duality_gap():
     # primal P(w, b) from the fitted model, dual D(α) from α alone
     F = Xtr @ est.coef_ + est.intercept_
     hinge = upper @ np.maximum(0, 1 - (F[rows, rel] - F[rows, irr]))
-    primal = 0.5 * np.sum(est.coef_ ** 2) + hinge
+    primal = 0.5 * np.sum(est.coef_**2) + hinge
     W = np.zeros_like(est.coef_)
     np.add.at(W.T, rel, a[:, None] * Xtr[rows])
     np.add.at(W.T, irr, -a[:, None] * Xtr[rows])
-    dual = a.sum() - 0.5 * np.sum(W ** 2)
+    dual = a.sum() - 0.5 * np.sum(W**2)
     np.testing.assert_allclose(W, est.coef_, atol=1e-9)
     assert primal == pytest.approx(est.primal_objective_, rel=1e-7)
     assert dual == pytest.approx(est.dual_objective_, rel=1e-9)
@@ -234,32 +237,48 @@ def test_ranksvm_rbf_scores_are_the_kernel_expansion():
 # ---------------------------------------------------------------------------------------------
 # Both: quality, parameter checks, determinism
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("make", [lambda: BPMLL(), lambda: RankSVM(), lambda: RankSVM(kernel="rbf")],
-                         ids=["bpmll", "ranksvm-linear", "ranksvm-rbf"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: BPMLL(), lambda: RankSVM(), lambda: RankSVM(kernel="rbf")],
+    ids=["bpmll", "ranksvm-linear", "ranksvm-rbf"],
+)
 def test_beats_the_label_prior(make):
     Xtr, Ytr, Xte, Yte = _generated()
     est = make().fit(Xtr, Ytr)
     prior = np.tile(Ytr.mean(axis=0), (Xte.shape[0], 1))
     ap_prior = label_ranking_average_precision_score(Yte, prior)
     ap = label_ranking_average_precision_score(Yte, est.decision_function(Xte))
-    f1_prior = max(f1_score(Yte, (prior >= 0.5).astype(int), average="micro", zero_division=0),
-                   f1_score(Yte, np.ones_like(Yte), average="micro"))
+    f1_prior = max(
+        f1_score(Yte, (prior >= 0.5).astype(int), average="micro", zero_division=0),
+        f1_score(Yte, np.ones_like(Yte), average="micro"),
+    )
     pred = est.predict(Xte)
     assert pred.dtype == np.int8 and pred.shape == Yte.shape
     assert ap > ap_prior + 0.1
     assert f1_score(Yte, pred, average="micro") > f1_prior + 0.05
 
 
-@pytest.mark.parametrize("est, name", [
-    (BPMLL(hidden=0), "hidden"), (BPMLL(hidden=-0.5), "hidden"), (BPMLL(hidden=True), "hidden"),
-    (BPMLL(learning_rate=0), "learning_rate"), (BPMLL(epochs=2.5), "epochs"), (BPMLL(alpha=-1), "alpha"),
-    (BPMLL(batch_size=0), "batch_size"), (BPMLL(random_state=-1), "random_state"),
-    (BPMLL(standardize="yes"), "standardize"),
-    (RankSVM(C=0), "C"), (RankSVM(kernel="poly"), "kernel"), (RankSVM(gamma=0), "gamma"),
-    (RankSVM(max_iter=0), "max_iter"), (RankSVM(tol=-1e-3), "tol"),
-    (RankSVM(random_state="a"), "random_state"),
-    (RankSVM(standardize=1), "standardize"),
-])
+@pytest.mark.parametrize(
+    "est, name",
+    [
+        (BPMLL(hidden=0), "hidden"),
+        (BPMLL(hidden=-0.5), "hidden"),
+        (BPMLL(hidden=True), "hidden"),
+        (BPMLL(learning_rate=0), "learning_rate"),
+        (BPMLL(epochs=2.5), "epochs"),
+        (BPMLL(alpha=-1), "alpha"),
+        (BPMLL(batch_size=0), "batch_size"),
+        (BPMLL(random_state=-1), "random_state"),
+        (BPMLL(standardize="yes"), "standardize"),
+        (RankSVM(C=0), "C"),
+        (RankSVM(kernel="poly"), "kernel"),
+        (RankSVM(gamma=0), "gamma"),
+        (RankSVM(max_iter=0), "max_iter"),
+        (RankSVM(tol=-1e-3), "tol"),
+        (RankSVM(random_state="a"), "random_state"),
+        (RankSVM(standardize=1), "standardize"),
+    ],
+)
 def test_bad_parameters_raise_value_error_naming_them(est, name):
     Xtr, Ytr, _, _ = _generated()
     with pytest.raises(ValueError, match=f"parameter {name}="):

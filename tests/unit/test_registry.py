@@ -66,7 +66,7 @@ def bare(env, tmp_path, monkeypatch):
     empty = tmp_path / "no-builtin"
     empty.mkdir()
     monkeypatch.setattr(registry, "BUILTIN_DIR", empty)
-    monkeypatch.setattr(registry, "_shared_datasets", lambda: [])
+    monkeypatch.setattr(registry, "_shared_datasets", list)
     return env[1]
 
 
@@ -134,9 +134,11 @@ def test_registry_entries_are_complete():
 def _manifest():
     with open(DATASETS / "MANIFEST.tsv", newline="") as stream:
         for row in csv.DictReader(stream, delimiter="\t"):
-            yield from zip(row["files"].split(";"), row["source_repo"].split(";"),
-                           row["source_path"].split(";"), row["source_commit"].split(";"),
-                           [row["name"]] * 99)
+            columns = [
+                row[key].split(";") for key in ("files", "source_repo", "source_path", "source_commit")
+            ]
+            for item in zip(*columns, strict=True):
+                yield (*item, row["name"])
 
 
 @needs_datasets
@@ -166,7 +168,9 @@ def test_registry_matches_shared_copies():
     assert missing == {("mediamill", "mediamill.arff"), ("mediamill", "mediamill.xml")}
     mm_xml = dataset_files("mediamill")["xml"]
     assert (sha256_file(BUILTIN_DIR / "mediamill.xml"), (BUILTIN_DIR / "mediamill.xml").stat().st_size) == (
-        mm_xml.sha256, mm_xml.size)
+        mm_xml.sha256,
+        mm_xml.size,
+    )
 
 
 @needs_datasets
@@ -333,7 +337,14 @@ def test_builtin_datasets_load_and_verify():
 
 @needs_datasets
 def test_builtin_files_are_exact_copies():
-    for name in ["emotions.arff.gz", "emotions.xml", "scene.arff.gz", "scene.xml", "yeast.arff.gz", "yeast.xml"]:
+    for name in [
+        "emotions.arff.gz",
+        "emotions.xml",
+        "scene.arff.gz",
+        "scene.xml",
+        "yeast.arff.gz",
+        "yeast.xml",
+    ]:
         assert sha256_file(BUILTIN_DIR / name) == sha256_file(DATASETS / name), name
     assert sha256_file(BUILTIN_DIR / "mediamill.xml") == sha256_file(DATASETS / "mediamill-small.xml")
 
@@ -344,7 +355,9 @@ def test_builtin_files_are_exact_copies():
 def test_own_checksum_for_a_registered_file_still_finds_its_gzip_copy():
     content = _content(BUILTIN_DIR / "emotions.arff.gz")
     sha = hashlib.sha256(content).hexdigest()
-    assert load_dataset("emotions", "emotions.arff", sha256=sha).source == str(BUILTIN_DIR / "emotions.arff.gz")
+    assert load_dataset("emotions", "emotions.arff", sha256=sha).source == str(
+        BUILTIN_DIR / "emotions.arff.gz"
+    )
     with pytest.raises(ChecksumError, match="dataset.arff"):
         load_dataset("emotions", "emotions.arff", sha256="0" * 64)
 
@@ -388,7 +401,9 @@ def test_fresh_machine_downloads_a_benchmark_once_then_works_offline(bare, serve
     cache = bare
     for role in ("arff", "xml"):
         record = dataset_files("emotions")[role]
-        served[record.url] = _content(BUILTIN_DIR / Path(record.path + (".gz" if role == "arff" else "")).name)
+        served[record.url] = _content(
+            BUILTIN_DIR / Path(record.path + (".gz" if role == "arff" else "")).name
+        )
     data = load_dataset("emotions")
     assert Path(data.source) == cache / "emotions.arff" and data.n_samples == 593
     assert sorted(p.name for p in cache.iterdir()) == ["emotions.arff", "emotions.xml"]
@@ -534,10 +549,17 @@ def test_a_url_without_checksum_is_refused_unless_verify_is_off(env, served):
     assert Path(ds.source) == cache / "download-me.arff"
 
 
-@pytest.mark.parametrize("url", ["http://example.org/d.arff", "file:///etc/passwd", "ftp://example.org/d.arff"])
+@pytest.mark.parametrize(
+    "url", ["http://example.org/d.arff", "file:///etc/passwd", "ftp://example.org/d.arff"]
+)
 def test_only_https_urls(env, served, url):
-    cfg = _compose("dataset=custom", "dataset.arff=d.arff", "dataset.n_labels=1", f"dataset.url={url}",
-                   f"dataset.sha256={TINY_SHA}")
+    cfg = _compose(
+        "dataset=custom",
+        "dataset.arff=d.arff",
+        "dataset.n_labels=1",
+        f"dataset.url={url}",
+        f"dataset.sha256={TINY_SHA}",
+    )
     with pytest.raises(ValueError, match=r"dataset\.url=.*only https:// URLs are accepted"):
         load_from_config(cfg.dataset)
     assert served.calls == []
@@ -549,7 +571,9 @@ def test_only_https_urls(env, served, url):
 def test_cli_lists_then_fetches_missing_files(bare, served, capsys):
     record = dataset_files("emotions")["xml"]
     assert data_cli(["emotions"]) == 0
-    assert f"emotions         xml   missing: {record.url} -> {bare / 'emotions.xml'}" in capsys.readouterr().out
+    assert (
+        f"emotions         xml   missing: {record.url} -> {bare / 'emotions.xml'}" in capsys.readouterr().out
+    )
     assert data_cli(["emotions", "--fetch"]) == 1  # offline: every file FAILED, named
     assert capsys.readouterr().out.count("FAILED: could not download") == 4  # arff, xml, train, test
     served[record.url] = (BUILTIN_DIR / "emotions.xml").read_bytes()

@@ -34,9 +34,18 @@ def make_runs(rows: list[tuple], **params) -> pd.DataFrame:
     """Runs as ``latest_runs`` returns them: (dataset, method, {metric: (mean, std)}) per row."""
     records = []
     for i, (dataset, method, values) in enumerate(rows):
-        record = {"run_id": f"run{i}", "tags.dataset": dataset, "tags.method": method, "tags.selector": "none",
-                  "fraction": 1.0, "status": "FINISHED", "params.protocol.rates": "[1.0]",
-                  "params.protocol.test_size": "0.5", "params.protocol.repeats": "10", **params}
+        record = {
+            "run_id": f"run{i}",
+            "tags.dataset": dataset,
+            "tags.method": method,
+            "tags.selector": "none",
+            "fraction": 1.0,
+            "status": "FINISHED",
+            "params.protocol.rates": "[1.0]",
+            "params.protocol.test_size": "0.5",
+            "params.protocol.repeats": "10",
+            **params,
+        }
         for metric, (mean, std) in values.items():
             record[f"metrics.{metric}"] = mean
             record[f"metrics.{metric}_std"] = std
@@ -46,34 +55,39 @@ def make_runs(rows: list[tuple], **params) -> pd.DataFrame:
 
 @pytest.fixture
 def runs() -> pd.DataFrame:
-    return make_runs([
-        ("emotions", "br", {"avg_precision": (0.70, 0.02), "hamming_loss": (0.25, 0.01)}),
-        ("emotions", "ml2", {"avg_precision": (0.79, 0.01), "hamming_loss": (0.21, 0.01)}),
-        ("yeast", "br", {"avg_precision": (0.7401, 0.003), "hamming_loss": (0.190, 0.002)}),
-        ("yeast", "ml2", {"avg_precision": (0.7531, 0.003), "hamming_loss": (0.207, 0.003)}),
-        ("yeast", "rakel", {"avg_precision": (0.7204, 0.005), "hamming_loss": (0.1903, 0.002)}),
-        ("yeast", "mlknn", {"avg_precision": (0.7500, 0.004), "hamming_loss": (0.199, 0.002)}),
-        ("tmc2007-500", "rakel", {"avg_precision": (0.74, 0.002), "hamming_loss": (0.07, 0.001)}),
-    ])
+    return make_runs(
+        [
+            ("emotions", "br", {"avg_precision": (0.70, 0.02), "hamming_loss": (0.25, 0.01)}),
+            ("emotions", "ml2", {"avg_precision": (0.79, 0.01), "hamming_loss": (0.21, 0.01)}),
+            ("yeast", "br", {"avg_precision": (0.7401, 0.003), "hamming_loss": (0.190, 0.002)}),
+            ("yeast", "ml2", {"avg_precision": (0.7531, 0.003), "hamming_loss": (0.207, 0.003)}),
+            ("yeast", "rakel", {"avg_precision": (0.7204, 0.005), "hamming_loss": (0.1903, 0.002)}),
+            ("yeast", "mlknn", {"avg_precision": (0.7500, 0.004), "hamming_loss": (0.199, 0.002)}),
+            ("tmc2007-500", "rakel", {"avg_precision": (0.74, 0.002), "hamming_loss": (0.07, 0.001)}),
+        ]
+    )
 
 
 # --------------------------------------------------------------------------
 # The transcription (src/mlgraph/data/builtin/paper002_tables.csv)
 # --------------------------------------------------------------------------
-@pytest.mark.parametrize("dataset, method, metric, expected", [
-    ("yeast", "ml2", "avg_precision", (0.765, 0.005)),
-    ("scene", "ml2", "avg_precision", (0.885, 0.004)),
-    ("bibtex", "clr", "ranking_loss", (0.065, 0.002)),
-    ("tmc2007-500", "rakel", "macro_auc", (0.796, 0.002)),
-    ("cal500", "br", "coverage_norm", (0.972, 0.001)),
-    ("langlog", "ml2", "one_error", (0.683, 0.018)),
-    ("enron", "ml2", "one_error", (0.258, 0.090)),
-    ("tmc2007-500", "ecc", "hamming_loss", (0.066, 0.011)),
-    ("rcv1subset1-500", "clr", "avg_precision", (0.628, 0.003)),
-    ("rcv1-s2", "ml2", "macro_auc", (0.913, 0.005)),
-    ("corel16k-s2", "clr", "macro_auc", (0.739, 0.003)),
-    ("image", "ecc", "hamming_loss", (0.218, 0.027)),
-])
+@pytest.mark.parametrize(
+    "dataset, method, metric, expected",
+    [
+        ("yeast", "ml2", "avg_precision", (0.765, 0.005)),
+        ("scene", "ml2", "avg_precision", (0.885, 0.004)),
+        ("bibtex", "clr", "ranking_loss", (0.065, 0.002)),
+        ("tmc2007-500", "rakel", "macro_auc", (0.796, 0.002)),
+        ("cal500", "br", "coverage_norm", (0.972, 0.001)),
+        ("langlog", "ml2", "one_error", (0.683, 0.018)),
+        ("enron", "ml2", "one_error", (0.258, 0.090)),
+        ("tmc2007-500", "ecc", "hamming_loss", (0.066, 0.011)),
+        ("rcv1subset1-500", "clr", "avg_precision", (0.628, 0.003)),
+        ("rcv1-s2", "ml2", "macro_auc", (0.913, 0.005)),
+        ("corel16k-s2", "clr", "macro_auc", (0.739, 0.003)),
+        ("image", "ecc", "hamming_loss", (0.218, 0.027)),
+    ],
+)
 def test_transcription_spot_checks(dataset, method, metric, expected):
     assert _paper(dataset, method, metric) == expected
 
@@ -121,8 +135,13 @@ def test_fully_supervised_detection():
     ssl = make_runs([("yeast", "mlmrrw", {})], **{"params.protocol.rates": "[0.05, 0.1]"})
     assert not R.fully_supervised(ssl)
     assert not R.fully_supervised(pd.concat([halves, ssl], ignore_index=True))
-    cv = make_runs([("yeast", "br", {})], **{"params.protocol.rates": None,
-                                            "params.protocol._target_": "mlgraph.protocols.cross_validation_trials"})
+    cv = make_runs(
+        [("yeast", "br", {})],
+        **{
+            "params.protocol.rates": None,
+            "params.protocol._target_": "mlgraph.protocols.cross_validation_trials",
+        },
+    )
     assert R.fully_supervised(cv)
     assert not R.fully_supervised(halves.drop(columns="params.protocol.rates"))
 
@@ -137,8 +156,12 @@ def test_bold_goes_to_the_best_with_the_metric_direction(runs):
     assert ap.loc[("ml2", "yeast"), "best"] and ap.loc[("ml2", "emotions"), "best"]  # larger is better
     hl = R.metric_table(runs, paper, "hamming_loss").set_index(["method", "dataset"])
     # smaller is better; 0.190 and 0.1903 print the same, so both are bold (as ties are in the paper)
-    assert set(hl.index[hl["best"]]) == {("br", "yeast"), ("rakel", "yeast"), ("ml2", "emotions"),
-                                         ("rakel", "tmc2007-500")}
+    assert set(hl.index[hl["best"]]) == {
+        ("br", "yeast"),
+        ("rakel", "yeast"),
+        ("ml2", "emotions"),
+        ("rakel", "tmc2007-500"),
+    }
 
 
 def test_table_report_writes_the_layout_with_paper_values_beside(runs, tmp_path):
@@ -148,7 +171,8 @@ def test_table_report_writes_the_layout_with_paper_values_beside(runs, tmp_path)
     assert ap.loc[("ml2", "yeast"), "gap"] == pytest.approx(0.7531 - 0.765)
     assert pd.isna(ap.loc[("ml2", "emotions"), "paper_mean"])
     assert {f"table_{m}.csv" for m in ("avg_precision", "hamming_loss")} | {"gap_avg_precision.csv"} == {
-        p.name for p in tmp_path.iterdir()}  # metrics the runs do not have are left out
+        p.name for p in tmp_path.iterdir()
+    }  # metrics the runs do not have are left out
     assert "| ML² | **0.753 ± 0.003** (paper 0.765) |" in section  # yeast, the first column
     assert "| BR | **0.190 ± 0.002** (paper 0.201) |" in section
     assert "| RAkEL | **0.190 ± 0.002** (paper 0.202) |" in section

@@ -40,8 +40,15 @@ def data():
 def test_failed_trials_are_recorded_while_others_finish(data):
     X, Y = data
     trials = labelling_rate_trials(len(X), rates=[0.05, 0.5], repeats=3, seed=0)
-    table = run_trials(ColumnMeans(fail_below_labelled=10), X, Y, trials, ["avg_precision"],
-                       Parallelism(2, 1), progress=False)
+    table = run_trials(
+        ColumnMeans(fail_below_labelled=10),
+        X,
+        Y,
+        trials,
+        ["avg_precision"],
+        Parallelism(2, 1),
+        progress=False,
+    )
     assert len(table) == 6
     failed = table[table.status == "failed"]
     assert set(failed.rate) == {0.05} and failed.error.str.contains("labelled").all()
@@ -54,10 +61,15 @@ def test_failed_trials_are_recorded_while_others_finish(data):
 def test_parallel_equals_sequential(data):
     X, Y = data
     trials = labelling_rate_trials(len(X), rates=[0.3], repeats=4, seed=1)
-    a = run_trials(ColumnMeans(), X, Y, trials, ["micro_f1", "ranking_loss"], Parallelism(1, 1), progress=False)
-    b = run_trials(ColumnMeans(), X, Y, trials, ["micro_f1", "ranking_loss"], Parallelism(2, 1), progress=False)
-    pd.testing.assert_frame_equal(a.drop(columns=["fit_seconds", "predict_seconds"]),
-                                  b.drop(columns=["fit_seconds", "predict_seconds"]))
+    a = run_trials(
+        ColumnMeans(), X, Y, trials, ["micro_f1", "ranking_loss"], Parallelism(1, 1), progress=False
+    )
+    b = run_trials(
+        ColumnMeans(), X, Y, trials, ["micro_f1", "ranking_loss"], Parallelism(2, 1), progress=False
+    )
+    pd.testing.assert_frame_equal(
+        a.drop(columns=["fit_seconds", "predict_seconds"]), b.drop(columns=["fit_seconds", "predict_seconds"])
+    )
 
 
 def test_summary_mean_and_std():

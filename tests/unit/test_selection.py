@@ -42,14 +42,16 @@ def test_label_similarity_hand_example():
     Y = np.array([[1, 0], [0, 1], [0, 1], [1, 1], [0, 0], [0, 0]])
     # {l1} vs {l1,l2}: n_1 / (n_1 + n_2) = 2/5;  {l2} vs {l1,l2}: 3/5;  {l2} vs {l2}: 3/3 = 1;
     # {l1} vs {l2}: 0 / 5 = 0;  anything vs {}: 0 (for {} vs {} the union is empty: Eq. 2's 0).
-    expected = np.array([
-        [1.0, 0.0, 0.0, 0.4, 0.0, 0.0],
-        [0.0, 1.0, 1.0, 0.6, 0.0, 0.0],
-        [0.0, 1.0, 1.0, 0.6, 0.0, 0.0],
-        [0.4, 0.6, 0.6, 1.0, 0.0, 0.0],
-        [0.0] * 6,
-        [0.0] * 6,
-    ])
+    expected = np.array(
+        [
+            [1.0, 0.0, 0.0, 0.4, 0.0, 0.0],
+            [0.0, 1.0, 1.0, 0.6, 0.0, 0.0],
+            [0.0, 1.0, 1.0, 0.6, 0.0, 0.0],
+            [0.4, 0.6, 0.6, 1.0, 0.0, 0.0],
+            [0.0] * 6,
+            [0.0] * 6,
+        ]
+    )
     S = label_similarity(Y)
     assert sp.issparse(S)
     np.testing.assert_allclose(S.toarray(), expected, atol=1e-15)
@@ -105,8 +107,10 @@ def s_row(Y: np.ndarray, i: int) -> np.ndarray:
 
 def eq13_loop(X, s, i, hits, misses, margin, omega, lam=1.0) -> float:
     """Eq. 13-14 with plain loops (the finite-difference target)."""
+
     def dist(j):
         return float(sum((omega[d] * (X[i, d] - X[j, d])) ** 2 for d in range(X.shape[1])))
+
     loss = 0.0
     for h in hits:
         loss += s[h] * dist(h)
@@ -167,6 +171,7 @@ def test_gmba_step_matches_finite_difference_of_eq13(small_problem):
 
     def f(w):
         return eq13_loop(X, s, i, hits, misses, margin, w)
+
     g_fd = fd_grad(f, ones)
     loss, g = gmba_loss_grad(X, s, i, hits, misses, margin, ones)
     assert loss == pytest.approx(f(ones), rel=1e-10)
@@ -178,8 +183,9 @@ def test_gmba_step_matches_finite_difference_of_eq13(small_problem):
     w = np.random.default_rng(0).uniform(0.5, 1.5, X.shape[1])
     dw = ((w * (X - X[i])) ** 2).sum(axis=1)
     assert np.abs(hinge_args(dw, hits, misses, margin)).min() > 1e-4
-    np.testing.assert_allclose(gmba_loss_grad(X, s, i, hits, misses, margin, w)[1], fd_grad(f, w),
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        gmba_loss_grad(X, s, i, hits, misses, margin, w)[1], fd_grad(f, w), rtol=1e-6, atol=1e-6
+    )
 
 
 def gmba_reference(X, Y, order, k=3, lam=1.0, beta=0.9):
@@ -231,18 +237,22 @@ def planted():
     rng = np.random.default_rng(100)
     X = rng.standard_normal((300, 50))
     f = X[:, :5]
-    Y = np.stack([f[:, 0] + f[:, 1] > 0, f[:, 2] > 0.3, f[:, 3] - f[:, 4] > 0,
-                  f[:, 1] + f[:, 3] > 0.5], axis=1).astype(int)
+    Y = np.stack(
+        [f[:, 0] + f[:, 1] > 0, f[:, 2] > 0.3, f[:, 3] - f[:, 4] > 0, f[:, 1] + f[:, 3] > 0.5], axis=1
+    ).astype(int)
     return X, Y
 
 
-@pytest.mark.parametrize("est, top", [
-    (GMBA(random_state=0), 5),
-    (MLFS(), 5),
-    (MLRF(), 5),
-    (SPEC(), 5),
-    (SPEC(variant="phi2"), 5),
-])
+@pytest.mark.parametrize(
+    "est, top",
+    [
+        (GMBA(random_state=0), 5),
+        (MLFS(), 5),
+        (MLRF(), 5),
+        (SPEC(), 5),
+        (SPEC(variant="phi2"), 5),
+    ],
+)
 def test_planted_informative_features_rank_first(planted, est, top):
     X, Y = planted
     est = clone(est).fit(X, Y)
@@ -293,8 +303,9 @@ def test_mlrf_single_label_is_relieff():
     Y = np.eye(3, dtype=int)[y]
     expected = relieff_reference(X, y, k=3)
     np.testing.assert_allclose(MLRF(n_neighbors=3).fit(X, Y).scores_, expected, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(MLRF(n_neighbors=3).fit(sp.csr_matrix(X), Y).scores_, expected,
-                               rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        MLRF(n_neighbors=3).fit(sp.csr_matrix(X), Y).scores_, expected, rtol=1e-8, atol=1e-10
+    )
 
 
 def test_mlrf_never_uses_self_as_neighbour():
@@ -330,8 +341,9 @@ def test_spec_smooth_feature_ranks_first(variant):
     cluster = np.repeat([0, 1, 2], 10)
     rng = np.random.default_rng(6)
     smooth = np.array([1.0, -1.0, 0.3])[cluster]  # constant within clusters
-    X = np.column_stack([rng.standard_normal(30), smooth, rng.standard_normal(30) * 3,
-                         smooth + 0.5 * rng.standard_normal(30)])
+    X = np.column_stack(
+        [rng.standard_normal(30), smooth, rng.standard_normal(30) * 3, smooth + 0.5 * rng.standard_normal(30)]
+    )
     est = SPEC(variant=variant).fit(X, Y)
     assert list(est.ranking_[:2]) == [1, 3]  # smooth, then smooth + noise
     assert est.phi_[1] < est.phi_[3] < min(est.phi_[0], est.phi_[2])  # lower phi is better
@@ -361,19 +373,28 @@ def test_transform_counts_sparse_and_refit_free_sweep(planted, cls):
 
 
 @pytest.mark.parametrize("cls", SELECTORS)
-@pytest.mark.parametrize("name, value", [("fraction", 0.0), ("fraction", 1.5), ("k", 0),
-                                         ("k", 2.5), ("k", 51)])
+@pytest.mark.parametrize(
+    "name, value", [("fraction", 0.0), ("fraction", 1.5), ("k", 0), ("k", 2.5), ("k", 51)]
+)
 def test_bad_size_params_raise_naming_them(planted, cls, name, value):
     X, Y = planted
     with pytest.raises(ValueError, match=name):
         make(cls, **{name: value}).fit(X, Y)
 
 
-@pytest.mark.parametrize("est, name", [
-    (GMBA(n_neighbors=0), "n_neighbors"), (GMBA(s_min=0.0), "s_min"), (GMBA(lam=-1.0), "lam"),
-    (GMBA(beta=0.0), "beta"), (GMBA(n_iter=0), "n_iter"), (MLRF(n_neighbors=1.5), "n_neighbors"),
-    (SPEC(variant="phi3"), "variant"), (MLFS(fraction=0.2, k=3), "fraction"),
-])
+@pytest.mark.parametrize(
+    "est, name",
+    [
+        (GMBA(n_neighbors=0), "n_neighbors"),
+        (GMBA(s_min=0.0), "s_min"),
+        (GMBA(lam=-1.0), "lam"),
+        (GMBA(beta=0.0), "beta"),
+        (GMBA(n_iter=0), "n_iter"),
+        (MLRF(n_neighbors=1.5), "n_neighbors"),
+        (SPEC(variant="phi3"), "variant"),
+        (MLFS(fraction=0.2, k=3), "fraction"),
+    ],
+)
 def test_bad_method_params_raise_naming_them(planted, est, name):
     X, Y = planted
     with pytest.raises(ValueError, match=name):

@@ -19,15 +19,18 @@ def partly_labelled():
     rng = np.random.default_rng(7)
     X = rng.standard_normal((200, 20))
     f = X[:, :5]
-    Y = np.stack([f[:, 0] + f[:, 1] > 0, f[:, 2] > 0.3, f[:, 3] - f[:, 4] > 0, f[:, 1] + f[:, 3] > 0.5],
-                 axis=1).astype(np.int8)
+    Y = np.stack(
+        [f[:, 0] + f[:, 1] > 0, f[:, 2] > 0.3, f[:, 3] - f[:, 4] > 0, f[:, 1] + f[:, 3] > 0.5], axis=1
+    ).astype(np.int8)
     labelled = np.zeros(200, dtype=bool)
     labelled[rng.choice(200, 80, replace=False)] = True
     targets = np.where(labelled[:, None], Y, -1).astype(np.int8)
     return X, Y, targets, labelled
 
 
-@pytest.mark.parametrize("selector", [GMBA(random_state=0), MLFS(), MLRF(), SPEC()], ids=lambda s: type(s).__name__)
+@pytest.mark.parametrize(
+    "selector", [GMBA(random_state=0), MLFS(), MLRF(), SPEC()], ids=lambda s: type(s).__name__
+)
 def test_selector_ranks_on_the_labelled_rows_only(partly_labelled, selector):
     X, Y, targets, labelled = partly_labelled
     semi = clone(selector).fit(X, targets)
@@ -56,15 +59,21 @@ def test_selector_refuses_malformed_unlabelled_rows(partly_labelled):
 
 
 def test_br_knn_with_gmba_under_the_ssl_protocol():
-    """The failing command of issue 16 (`method=br_knn selector=gmba`, default `protocol=ssl`), on
+    """The command `method=br_knn selector=gmba` under the default `protocol=ssl`, on
     real data: normalise on every training row (no labels needed), rank on the labelled rows,
     3-NN Binary Relevance on the labelled rows (it drops −1 rows itself)."""
     data = load_dataset("emotions")
-    method = OmegaConf.create({"_target_": "mlgraph.methods.BinaryRelevance", "name": "br_knn", "standardize": False,
-                               "base_estimator": {"_target_": "sklearn.neighbors.KNeighborsClassifier",
-                                                  "n_neighbors": 3}})
-    selector = OmegaConf.create({"_target_": "mlgraph.selection.GMBA", "name": "gmba", "fraction": 0.3,
-                                 "random_state": 0})
+    method = OmegaConf.create(
+        {
+            "_target_": "mlgraph.methods.BinaryRelevance",
+            "name": "br_knn",
+            "standardize": False,
+            "base_estimator": {"_target_": "sklearn.neighbors.KNeighborsClassifier", "n_neighbors": 3},
+        }
+    )
+    selector = OmegaConf.create(
+        {"_target_": "mlgraph.selection.GMBA", "name": "gmba", "fraction": 0.3, "random_state": 0}
+    )
     pipeline = make_estimator(method, selector, normalise=True)
     trials = labelling_rate_trials(data.n_samples, rates=[0.1, 0.3], repeats=1, seed=0)
     table = run_trials(pipeline, data.X, data.Y, trials, list(METRICS), progress=False)
@@ -74,7 +83,8 @@ def test_br_knn_with_gmba_under_the_ssl_protocol():
     model = clone(pipeline).fit(data.X[trial.train], trial.targets(data.Y))
     np.testing.assert_allclose(model["normalise"].mean_, data.X[trial.train].mean(axis=0))
     lab = trial.labelled
-    ranked_alone = clone(pipeline["select"]).fit(model["normalise"].transform(data.X[trial.train][lab]),
-                                                 data.Y[trial.train][lab])
+    ranked_alone = clone(pipeline["select"]).fit(
+        model["normalise"].transform(data.X[trial.train][lab]), data.Y[trial.train][lab]
+    )
     np.testing.assert_array_equal(model["select"].ranking_, ranked_alone.ranking_)
     assert model["classify"].estimators_[0].n_samples_fit_ == lab.sum()

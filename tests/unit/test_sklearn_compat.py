@@ -1,4 +1,4 @@
-"""scikit-learn model selection with every estimator of :mod:`mlgraph.methods` (issue 13, item 3).
+"""scikit-learn model selection with every estimator of :mod:`mlgraph.methods`.
 
 Real data: emotions (bundled) subsampled to 150 rows and 20 features for the multi-label
 estimators, Frequency-Gender (``shared/datasets/voice.csv.gz``) subsampled to 150 rows for the
@@ -76,18 +76,27 @@ MULTI_LABEL = {
 SEMI_SUPERVISED = ["MLMR", "MLMRRW", "MLGFHF", "MLLGC", "MLFSKSC", "SSWL"]
 DUAL_SET = {
     "DSML": (DSML(T=2), {"B": [1.0, 1.05]}),
-    "IndependentDecomposition": (IndependentDecomposition(),
-                                 {"base_learner": [RBFNetwork(n_centres=0.1), RBFNetwork(n_centres=0.2)]}),
-    "CoOccurrenceDecomposition": (CoOccurrenceDecomposition(),
-                                  {"base_learner": [RBFNetwork(n_centres=0.1), RBFNetwork(n_centres=0.2)]}),
+    "IndependentDecomposition": (
+        IndependentDecomposition(),
+        {"base_learner": [RBFNetwork(n_centres=0.1), RBFNetwork(n_centres=0.2)]},
+    ),
+    "CoOccurrenceDecomposition": (
+        CoOccurrenceDecomposition(),
+        {"base_learner": [RBFNetwork(n_centres=0.1), RBFNetwork(n_centres=0.2)]},
+    ),
     "LabelStacking": (LabelStacking(cv=2), {"first": ["a", "b"]}),
     "DualSetFromMultiLabel": (DualSetFromMultiLabel(), {"estimator": [MLRBF(alpha=0.01), MLRBF(alpha=0.05)]}),
 }
 ALL = {**MULTI_LABEL, **DUAL_SET, "RBFNetwork": (RBFNetwork(), {})}
 
 OWN_AP = make_scorer(metrics.average_precision, response_method="decision_function")
-SCORING = {"f1_micro": "f1_micro", "f1_macro": "f1_macro", "average_precision": "average_precision",
-           "roc_auc": "roc_auc", "mlgraph_ap": OWN_AP}
+SCORING = {
+    "f1_micro": "f1_micro",
+    "f1_macro": "f1_macro",
+    "average_precision": "average_precision",
+    "roc_auc": "roc_auc",
+    "mlgraph_ap": OWN_AP,
+}
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +121,9 @@ quiet_metrics = pytest.mark.filterwarnings("ignore::sklearn.exceptions.Undefined
 
 def test_every_method_config_is_covered():
     targets = {yaml.safe_load(p.read_text())["_target_"].rsplit(".", 1)[1] for p in CONF.glob("*.yaml")}
-    assert targets and targets <= set(ALL), f"estimators of conf/method without a test here: {targets - set(ALL)}"
+    assert targets and targets <= set(ALL), (
+        f"estimators of conf/method without a test here: {targets - set(ALL)}"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(ALL))
@@ -153,8 +164,9 @@ def test_fitted_multi_label_interface(name, emotions):
     assert len(est.classes_) == Y.shape[1]
     assert all(np.array_equal(c, [0, 1]) for c in est.classes_)
     assert est.n_features_in_ == X.shape[1]
-    with pytest.raises(ValueError, match=f"X has {X.shape[1] + 1} features, but {name} is expecting "
-                                         f"{X.shape[1]} features"):
+    with pytest.raises(
+        ValueError, match=f"X has {X.shape[1] + 1} features, but {name} is expecting {X.shape[1]} features"
+    ):
         est.predict(np.hstack([X[100:], X[100:, :1]]))
     before = _outputs(est, X[100:])
     after = _outputs(pickle.loads(pickle.dumps(est)), X[100:])
@@ -196,7 +208,7 @@ def test_grid_search_multi_label(name, emotions):
         assert all(0.0 <= s <= 1.0 for s in scores), (key, scores)
         if key in expected:
             np.testing.assert_allclose(scores, expected[key], rtol=1e-12, err_msg=key)
-    assert search.best_params_ in [dict(zip(grid, v)) for v in zip(*grid.values())]
+    assert search.best_params_ in [dict(zip(grid, v, strict=True)) for v in zip(*grid.values(), strict=True)]
     assert best.predict(X).shape == Y.shape
 
 
@@ -210,6 +222,7 @@ def _on_labelled(score):
     def scored(fitted, X, Y):
         keep = (Y != -1).all(axis=1)
         return score(fitted, X[keep], Y[keep])
+
     return scored
 
 
@@ -223,7 +236,9 @@ def test_grid_search_with_unlabelled_rows(name, emotions):
     search = GridSearchCV(est, grid, cv=2, scoring=scoring, refit="f1_micro", error_score="raise").fit(X, Ym)
     # Independent recomputation: fit on every training row (−1 rows included), score labelled rows.
     best = search.best_estimator_
-    expected = _fold_scores(best, X, Ym, {"f1_micro": _on_labelled(_f1_micro), "mlgraph_ap": _on_labelled(_own_ap)})
+    expected = _fold_scores(
+        best, X, Ym, {"f1_micro": _on_labelled(_f1_micro), "mlgraph_ap": _on_labelled(_own_ap)}
+    )
     for key, values in expected.items():
         scores = [search.cv_results_[f"split{k}_test_{key}"][search.best_index_] for k in range(2)]
         np.testing.assert_allclose(scores, values, rtol=1e-12, err_msg=key)
@@ -235,8 +250,9 @@ def test_plain_scorer_fails_on_unlabelled_rows(emotions):
     """Why labelled_scorer exists: scikit-learn's metrics refuse the −1 rows of a test fold."""
     X, Y = emotions
     with pytest.raises(ValueError, match="mix of"):
-        GridSearchCV(MLMR(k=5), {"gamma_I": [1.0]}, cv=2, scoring="f1_micro",
-                     error_score="raise").fit(X, _hide_labels(Y))
+        GridSearchCV(MLMR(k=5), {"gamma_I": [1.0]}, cv=2, scoring="f1_micro", error_score="raise").fit(
+            X, _hide_labels(Y)
+        )
 
 
 def test_labelled_scorer_rows_and_weights(emotions):
@@ -259,8 +275,9 @@ def test_selector_in_a_pipeline(emotions):
     """The feature selectors are transformers: a selector + estimator pipeline is grid-searched."""
     X, Y = emotions
     pipe = Pipeline([("select", MLFS()), ("clf", MLkNN(k=5))])
-    search = GridSearchCV(pipe, {"select__fraction": [0.3, 0.6]}, cv=2, scoring="f1_micro",
-                          error_score="raise").fit(X, Y)
+    search = GridSearchCV(
+        pipe, {"select__fraction": [0.3, 0.6]}, cv=2, scoring="f1_micro", error_score="raise"
+    ).fit(X, Y)
     kept = search.best_estimator_.named_steps["select"].get_support().sum()
     assert kept == int(np.ceil(search.best_params_["select__fraction"] * X.shape[1]))
     assert search.best_estimator_.predict(X).shape == Y.shape
@@ -277,8 +294,12 @@ def test_dual_set_model_selection(name, voice):
     est, grid = DUAL_SET[name]
     search = GridSearchCV(est, grid, cv=2, error_score="raise").fit(X, Y)  # score(): Accuracy-all
     by_a = GridSearchCV(est, grid, cv=2, scoring=make_scorer(_accuracy_a), error_score="raise").fit(X, Y)
-    expected_all = _fold_scores(search.best_estimator_, X, Y, {"all": lambda e, Xt, Yt: e.score(Xt, Yt)})["all"]
-    expected_a = _fold_scores(by_a.best_estimator_, X, Y, {"a": lambda e, Xt, Yt: _accuracy_a(Yt, e.predict(Xt))})["a"]
+    expected_all = _fold_scores(search.best_estimator_, X, Y, {"all": lambda e, Xt, Yt: e.score(Xt, Yt)})[
+        "all"
+    ]
+    expected_a = _fold_scores(
+        by_a.best_estimator_, X, Y, {"a": lambda e, Xt, Yt: _accuracy_a(Yt, e.predict(Xt))}
+    )["a"]
     for s, expected in ((search, expected_all), (by_a, expected_a)):
         scores = [s.cv_results_[f"split{k}_test_score"][s.best_index_] for k in range(2)]
         np.testing.assert_allclose(scores, expected, rtol=1e-12)
@@ -293,30 +314,33 @@ def test_dual_set_model_selection(name, voice):
 # --------------------------------------------------------------------------------------------
 # scikit-learn's estimator checks
 # --------------------------------------------------------------------------------------------
-_NOT_0_1 = ("feeds labels other than 0/1 (e.g. {1, 2}); a multi-label Y holds 0/1, and −1 for "
-            "unlabelled rows")
+_NOT_0_1 = "feeds labels other than 0/1 (e.g. {1, 2}); a multi-label Y holds 0/1, and −1 for unlabelled rows"
 MULTI_LABEL_FAILS = {
     "check_estimators_dtypes": _NOT_0_1,
     "check_classifier_data_not_an_array": _NOT_0_1,
     "check_fit2d_1feature": _NOT_0_1,
     "check_classifiers_classes": "fits 1-D (string) targets; Y is the n × q 0/1 label matrix",
     "check_classifiers_one_label": "fits a 1-D y (this check does not reshape y to (n, 1) for "
-                                   "multi-output-only estimators); Y must be 2-D",
+    "multi-output-only estimators); Y must be 2-D",
     "check_classifiers_train": "asserts 1-D predictions after fitting a multi-output-only estimator "
-                               "on an (n, 1) y; predict returns the (n, q) label matrix",
+    "on an (n, 1) y; predict returns the (n, q) label matrix",
     "check_classifier_multioutput": "indexes classes_ as one array (classes_[decision > 0]); a "
-                                    "multi-label classes_ is a list of per-label arrays, as for "
-                                    "KNeighborsClassifier on a 2-D y; it also assumes threshold 0",
+    "multi-label classes_ is a list of per-label arrays, as for "
+    "KNeighborsClassifier on a 2-D y; it also assumes threshold 0",
     "check_classifiers_multilabel_output_format_predict": "predict returns an int8 0/1 matrix (the "
-                                                          "project's convention), not Y's dtype",
+    "project's convention), not Y's dtype",
     "check_classifier_not_supporting_multiclass": "wants 'Only binary classification is supported.' "
-                                                  "for a 1-D multiclass y; ours says Y must be an "
-                                                  "n × q label matrix",
+    "for a 1-D multiclass y; ours says Y must be an "
+    "n × q label matrix",
 }
-_ONE_SAMPLE = ("a single training row fails the method's own parameter check (neighbours, graph, "
-               "prototypes), whose message names the parameter, not 'one sample'")
-_TRANSDUCTIVE = ("transductive: the rows scored together join the graph as unlabelled nodes, so "
-                 "a row's score depends on the batch it is predicted with")
+_ONE_SAMPLE = (
+    "a single training row fails the method's own parameter check (neighbours, graph, "
+    "prototypes), whose message names the parameter, not 'one sample'"
+)
+_TRANSDUCTIVE = (
+    "transductive: the rows scored together join the graph as unlabelled nodes, so "
+    "a row's score depends on the batch it is predicted with"
+)
 _TRANSFORMER = "transformer checks fit on a 1-D y; Y must be the n × q label matrix"
 EXTRA_FAILS = {
     "MLkNN": {"check_fit2d_1sample": _ONE_SAMPLE},
@@ -324,29 +348,47 @@ EXTRA_FAILS = {
     "MLMRRW": {"check_fit2d_1sample": _ONE_SAMPLE},
     "MLGFHF": {"check_fit2d_1sample": _ONE_SAMPLE, "check_methods_subset_invariance": _TRANSDUCTIVE},
     "MLLGC": {"check_fit2d_1sample": _ONE_SAMPLE, "check_methods_subset_invariance": _TRANSDUCTIVE},
-    "MLFSKSC": {"check_fit2d_1sample": _ONE_SAMPLE, "check_transformer_data_not_an_array": _TRANSFORMER,
-                "check_transformer_general": _TRANSFORMER, "check_transformer_preserve_dtypes": _TRANSFORMER},
+    "MLFSKSC": {
+        "check_fit2d_1sample": _ONE_SAMPLE,
+        "check_transformer_data_not_an_array": _TRANSFORMER,
+        "check_transformer_general": _TRANSFORMER,
+        "check_transformer_preserve_dtypes": _TRANSFORMER,
+    },
     "SSWL": {"check_fit2d_1sample": _ONE_SAMPLE},
     "ML2": {"check_fit2d_1sample": _ONE_SAMPLE},
-    "MLRBF": {"check_non_transformer_estimators_n_iter": "max_iter caps the k-means iterations of the "
-                                                         "hidden layer; the fit itself is not iterative"},
+    "MLRBF": {
+        "check_non_transformer_estimators_n_iter": "max_iter caps the k-means iterations of the "
+        "hidden layer; the fit itself is not iterative"
+    },
 }
 RBF_NETWORK_FAILS = {
     "check_classifiers_classes": "decision_function has one column per class also for two classes "
-                                 "(documented; DSML reuses the columns), not scikit-learn's 1-D form",
+    "(documented; DSML reuses the columns), not scikit-learn's 1-D form",
     "check_classifiers_train": "the same two-column binary decision_function",
     "check_non_transformer_estimators_n_iter": "max_iter caps k-means, the fit is not iterative",
     "check_sample_weight_equivalence_on_dense_data": "k-means++ seeding draws differently from weighted "
-                                                     "rows than from repeated rows",
+    "rows than from repeated rows",
     "check_sample_weight_equivalence_on_sparse_data": "the same k-means++ seeding difference",
 }
 # Checked by the tests above instead: the sklearn checks generate Y with one column, which a
 # pairwise ranking method (BP-MLL, RankSVM: no row has a relevant/irrelevant pair) and a
 # dual-set estimator (Y is n × 2) refuse in fit, so nearly every check would be an expected failure.
-CHECKED = [MLkNN(k=3), MLMR(k=3), MLMRRW(k=3), MLGFHF(k=3), MLLGC(k=3),
-           MLFSKSC(n_prototypes=10, entropy_iterations=20), SSWL(k=3, max_iter=2),
-           ML2(max_iter=5, n_neighbors=5), MLRBF(), BinaryRelevance(), CalibratedLabelRanking(),
-           EnsembleClassifierChains(n_chains=1), RAkEL(k=2, m=2), RBFNetwork()]
+CHECKED = [
+    MLkNN(k=3),
+    MLMR(k=3),
+    MLMRRW(k=3),
+    MLGFHF(k=3),
+    MLLGC(k=3),
+    MLFSKSC(n_prototypes=10, entropy_iterations=20),
+    SSWL(k=3, max_iter=2),
+    ML2(max_iter=5, n_neighbors=5),
+    MLRBF(),
+    BinaryRelevance(),
+    CalibratedLabelRanking(),
+    EnsembleClassifierChains(n_chains=1),
+    RAkEL(k=2, m=2),
+    RBFNetwork(),
+]
 
 
 def expected_failed_checks(est) -> dict[str, str]:

@@ -42,8 +42,10 @@ def _stationarity_residual(Phi, d, C, labelled, W, b, gamma1, gamma2):
     a = labelled.astype(float)
     worst = 0.0
     for j in range(C.shape[1]):
+
         def f(x, c=C[:, j]):
             return _objective(x[:-1], x[-1], Phi, d, np.where(labelled, c, 0.0), a, gamma1, gamma2)
+
         x = np.append(W[:, j], b[j])
         worst = max(worst, np.abs(_numerical_gradient(f, x)).max() / max(1.0, np.abs(x).max()))
     return worst
@@ -98,11 +100,11 @@ def test_nystrom_features_reproduce_the_kernel():
     X = rng.normal(size=(30, 5))
     sigma = 0.8  # well-conditioned K: no eigenvalue falls below the cut-off
     est = MLFSKSC(sigma=sigma, n_prototypes=100).fit(X, (X[:, :2] > 0).astype(np.int8))
-    assert est.prototype_indices_.size == 30                       # m capped at n: all points
+    assert est.prototype_indices_.size == 30  # m capped at n: all points
     Xs = (X - est.mean_) / est.scale_
     K = _rbf(Xs, Xs, sigma)
     Phi = est.transform(X)
-    np.testing.assert_allclose(Phi @ Phi.T, K, atol=1e-8)            # exact when m = n
+    np.testing.assert_allclose(Phi @ Phi.T, K, atol=1e-8)  # exact when m = n
 
     X = rng.normal(size=(80, 3))
     est = MLFSKSC(sigma=0.7, n_prototypes=15, entropy_iterations=200).fit(X, (X[:, :2] > 0).astype(np.int8))
@@ -112,19 +114,19 @@ def test_nystrom_features_reproduce_the_kernel():
     np.testing.assert_allclose(Phi_p @ Phi_p.T, _rbf(P, P, 0.7), atol=1e-8)  # K_mm on prototypes
     Phi = est.transform(X)
     nystrom = _rbf(Xs, P, 0.7) @ np.linalg.solve(_rbf(P, P, 0.7), _rbf(P, Xs, 0.7))
-    np.testing.assert_allclose(Phi @ Phi.T, nystrom, atol=1e-7)      # K_nm K_mm⁻¹ K_mn elsewhere
+    np.testing.assert_allclose(Phi @ Phi.T, nystrom, atol=1e-7)  # K_nm K_mm⁻¹ K_mn elsewhere
 
 
 def test_eigenvalue_cutoff_drops_null_directions():
     K = _rbf(np.r_[np.zeros((2, 2)), np.ones((3, 2))], np.r_[np.zeros((2, 2)), np.ones((3, 2))], 1.0)
-    M = nystrom_map(K)                                                # rank 2: duplicated points
+    M = nystrom_map(K)  # rank 2: duplicated points
     assert M.shape == (5, 2)
     np.testing.assert_allclose(K @ M @ M.T @ K, K, atol=1e-12)
 
 
 def test_degrees_are_row_sums_of_the_nystrom_kernel_clipped_at_one():
-    X = np.r_[np.zeros((5, 2)), [[40.0, 40.0]]]                      # an isolated last point
-    P = X[[0, 5]] + [[0.5, 0.0], [30.0, 30.0]]                        # no prototype near it
+    X = np.r_[np.zeros((5, 2)), [[40.0, 40.0]]]  # an isolated last point
+    P = X[[0, 5]] + [[0.5, 0.0], [30.0, 30.0]]  # no prototype near it
     Phi = _rbf(X, P, 1.0) @ nystrom_map(_rbf(P, P, 1.0))
     raw = (Phi @ Phi.T).sum(axis=1)
     assert raw[-1] < 1e-6 and raw[0] > 1.0
@@ -136,11 +138,12 @@ def _naive_search(X, m, sigma, n_iter, seed):
     rng = np.random.default_rng(seed)
     perm = rng.permutation(len(X))
     out_slot, in_slot = rng.integers(m, size=n_iter), rng.integers(m, len(X), size=n_iter)
-    for a, j in zip(out_slot, in_slot):
+    for a, j in zip(out_slot, in_slot, strict=True):
         trial = perm.copy()
         trial[a], trial[j] = trial[j], trial[a]
         if renyi_entropy(_rbf(X[trial[:m]], X[trial[:m]], sigma)) > renyi_entropy(
-                _rbf(X[perm[:m]], X[perm[:m]], sigma)):
+            _rbf(X[perm[:m]], X[perm[:m]], sigma)
+        ):
             perm = trial
     return np.sort(perm[:m])
 
@@ -156,6 +159,7 @@ def test_renyi_entropy_search():
 
     def H(idx):
         return -np.log(np.mean(_rbf(X[idx], X[idx], sigma)))
+
     assert H(final) > H(initial) + 0.1
     np.testing.assert_array_equal(final, select_prototypes(X, m, sigma, 400, random_state=5))
     assert not np.array_equal(final, select_prototypes(X, m, sigma, 400, random_state=6))
@@ -165,8 +169,9 @@ def test_renyi_entropy_search():
     est = MLFSKSC(sigma=sigma, n_prototypes=m, entropy_iterations=400, random_state=5)
     est.fit(X, (X > 0).astype(np.int8))
     Xs = (X - est.mean_) / est.scale_
-    assert est.entropy_ == pytest.approx(H_s := -np.log(np.mean(_rbf(Xs[est.prototype_indices_],
-                                                                    Xs[est.prototype_indices_], sigma))))
+    assert est.entropy_ == pytest.approx(
+        H_s := -np.log(np.mean(_rbf(Xs[est.prototype_indices_], Xs[est.prototype_indices_], sigma)))
+    )
     assert H_s > -np.log(np.mean(_rbf(Xs[initial], Xs[initial], sigma)))
 
 
@@ -187,8 +192,15 @@ def test_unlabelled_points_carry_the_cluster_structure():
     X, y = make_moons(400, noise=0.08, random_state=0)
     Y = np.c_[y, 1 - y].astype(np.int8)
     Ys = _semi(Y, 10, seed=1)
-    acc = {g1: (MLFSKSC(gamma1=g1, sigma_scale=0.1, n_prototypes=150, entropy_iterations=600)
-                .fit(X, Ys).predict(X) == Y).mean() for g1 in (0.0, 0.95)}
+    acc = {
+        g1: (
+            MLFSKSC(gamma1=g1, sigma_scale=0.1, n_prototypes=150, entropy_iterations=600)
+            .fit(X, Ys)
+            .predict(X)
+            == Y
+        ).mean()
+        for g1 in (0.0, 0.95)
+    }
     assert acc[0.95] > 0.9
     assert acc[0.95] > acc[0.0] + 0.1
 
@@ -209,15 +221,29 @@ def test_unlabelled_features_are_used_but_not_their_codes():
     Phi, d = base.transform(X), base.degrees_
     C = np.where(unlab[:, None], 0.0, 2.0 * Y - 1.0)
     garbage = np.where(unlab[:, None], rng.normal(size=C.shape) * 5, C)
-    for a, b in zip(solve_primal(Phi, d, C, ~unlab, 0.9, 1.0), solve_primal(Phi, d, garbage, ~unlab, 0.9, 1.0)):
+    for a, b in zip(
+        solve_primal(Phi, d, C, ~unlab, 0.9, 1.0),
+        solve_primal(Phi, d, garbage, ~unlab, 0.9, 1.0),
+        strict=True,
+    ):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(base.coef_, solve_primal(Phi, d, C, ~unlab, 0.9, 1.0)[0])
 
 
-@pytest.mark.parametrize("name,value", [
-    ("gamma1", -0.1), ("gamma2", 0.0), ("sigma", -1.0), ("sigma_scale", 0), ("n_prototypes", 0),
-    ("n_prototypes", 2.5), ("entropy_iterations", -1), ("entropy_iterations", True), ("eig_tol", 1.0),
-])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("gamma1", -0.1),
+        ("gamma2", 0.0),
+        ("sigma", -1.0),
+        ("sigma_scale", 0),
+        ("n_prototypes", 0),
+        ("n_prototypes", 2.5),
+        ("entropy_iterations", -1),
+        ("entropy_iterations", True),
+        ("eig_tol", 1.0),
+    ],
+)
 def test_bad_parameters_are_named(name, value):
     X = np.random.default_rng(0).normal(size=(20, 3))
     with pytest.raises(ValueError, match=f"parameter {name}="):

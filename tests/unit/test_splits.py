@@ -33,8 +33,12 @@ def test_registered_split_is_train_then_test_and_covers_the_full_file():
 @needs_datasets
 def test_own_files_and_sparse_data():
     splits = DATASETS / "splits"
-    data = load_fixed_split("mine", arff=str(splits / "medical-train.arff.gz"),
-                            test_arff=str(splits / "medical-test.arff.gz"), xml=str(DATASETS / "medical.xml"))
+    data = load_fixed_split(
+        "mine",
+        arff=str(splits / "medical-train.arff.gz"),
+        test_arff=str(splits / "medical-test.arff.gz"),
+        xml=str(DATASETS / "medical.xml"),
+    )
     assert data.n_train == 333 and data.n_samples == 978 and data.X.format == "csr"
     assert data.source.endswith("medical-test.arff.gz")
 
@@ -53,8 +57,10 @@ def test_genbase_instance_in_both_files(policy, n_train):
 
 
 def _arff(path, declaration, rows):
-    path.write_text(f"@relation t\n@attribute f1 numeric\n@attribute f2 {declaration}\n"
-                    "@attribute l1 {0,1}\n@attribute l2 {0,1}\n@data\n" + "\n".join(rows) + "\n")
+    path.write_text(
+        f"@relation t\n@attribute f1 numeric\n@attribute f2 {declaration}\n"
+        "@attribute l1 {0,1}\n@attribute l2 {0,1}\n@data\n" + "\n".join(rows) + "\n"
+    )
     return path
 
 
@@ -92,11 +98,18 @@ def test_fixed_protocol_refuses_dual_set_data():
 
 
 @needs_datasets
-@pytest.mark.parametrize("overrides, n_trials, sizes", [
-    (["dataset=emotions", "protocol=fixed"], 1, (391, 202)),
-    (["dataset=emotions", "protocol=fixed", "protocol.rates=[0.1,0.2]", "protocol.repeats=2"], 4, (391, 202)),
-    (["dataset=emotions", "protocol=cv10", "protocol.stratify=iterative"], 10, None),
-])
+@pytest.mark.parametrize(
+    "overrides, n_trials, sizes",
+    [
+        (["dataset=emotions", "protocol=fixed"], 1, (391, 202)),
+        (
+            ["dataset=emotions", "protocol=fixed", "protocol.rates=[0.1,0.2]", "protocol.repeats=2"],
+            4,
+            (391, 202),
+        ),
+        (["dataset=emotions", "protocol=cv10", "protocol.stratify=iterative"], 10, None),
+    ],
+)
 def test_protocols_from_the_composed_config(overrides, n_trials, sizes):
     from hydra import compose, initialize_config_dir
     from hydra.utils import call

@@ -32,9 +32,7 @@ def random_scores(seed: int, n: int = 10, k: int = 7, ties: bool = False, trend:
 
 def hand_table() -> pd.DataFrame:
     """N = 4 blocks, K = 3 methods, one tie (block 4: A = B)."""
-    return pd.DataFrame(
-        {"A": [0.9, 0.8, 0.9, 0.6], "B": [0.8, 0.9, 0.7, 0.6], "C": [0.7, 0.7, 0.8, 0.5]}
-    )
+    return pd.DataFrame({"A": [0.9, 0.8, 0.9, 0.6], "B": [0.8, 0.9, 0.7, 0.6], "C": [0.7, 0.7, 0.8, 0.5]})
 
 
 # --------------------------------------------------------------------------
@@ -242,8 +240,11 @@ def test_bonferroni_dunn_cd_and_pvalues_agree(seed):
         assert row["p_adjusted"] == pytest.approx(min(1.0, 5 * 2 * ss.norm.sf(abs(row["z"]))))
         assert row["significant"] == (row["p_adjusted"] <= 0.05)
         assert row["significant"] == (abs(row["diff"]) >= res["CD"])
-        expected = "no significant difference" if not row["significant"] else (
-            "better" if row["diff"] < 0 else "worse")
+        expected = (
+            "no significant difference"
+            if not row["significant"]
+            else ("better" if row["diff"] < 0 else "worse")
+        )
         assert row["verdict"] == expected
 
 
@@ -309,7 +310,9 @@ def test_friedman_and_posthoc_tables():
     pt = S.posthoc_table(tables, "ML-MRRW")
     assert list(pt.columns) == list(tables)
     assert list(pt.index) == [f"D_7{i} ({m})" for i, m in enumerate(PAPER_METHODS[:6], start=1)] + [
-        "CD (N=10)", "CD (paper, N=1)"]
+        "CD (N=10)",
+        "CD (paper, N=1)",
+    ]
     d = S.rank_sum_differences(ap, "ML-MRRW")
     assert pt["avg_precision"].iloc[:6].tolist() == pytest.approx(d["D"].tolist())
     # hamming_loss = 1 - avg_precision read as a loss gives the same differences
@@ -319,7 +322,9 @@ def test_friedman_and_posthoc_tables():
 
     # an explicit direction overrides the registry: hamming_loss read as "higher is better" flips D
     flipped = S.posthoc_table(tables, "ML-MRRW", higher_is_better=True)
-    assert flipped["hamming_loss"].iloc[:6].tolist() == pytest.approx((-pt["avg_precision"].iloc[:6]).tolist())
+    assert flipped["hamming_loss"].iloc[:6].tolist() == pytest.approx(
+        (-pt["avg_precision"].iloc[:6]).tolist()
+    )
 
     with pytest.raises(ValueError, match="compares"):
         S.posthoc_table({"a": ap, "b": ap.iloc[:, :6]}, "ML-MRRW")

@@ -22,10 +22,22 @@ def _compose(*overrides):
         return compose("config", overrides=list(overrides), return_hydra_config=False)
 
 
-@pytest.mark.parametrize("value, text", [
-    (1.0, "1"), (1, "1"), (0.1, "0.1"), (1e-05, "1e-05"), (2.5e20, "2.5e+20"), (-3.0, "-3"),
-    ([0.1, 1.0], "[0.1, 1]"), (None, "null"), ("knn", "knn"), (True, "True"), (float("inf"), "inf"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (1.0, "1"),
+        (1, "1"),
+        (0.1, "0.1"),
+        (1e-05, "1e-05"),
+        (2.5e20, "2.5e+20"),
+        (-3.0, "-3"),
+        ([0.1, 1.0], "[0.1, 1]"),
+        (None, "null"),
+        ("knn", "knn"),
+        (True, "True"),
+        (float("inf"), "inf"),
+    ],
+)
 def test_canonical_numbers_match_what_a_user_types(value, text):
     assert canonical(value) == text
 
@@ -34,7 +46,8 @@ def test_config_hash_ignores_how_a_job_runs_but_not_what_it_computes():
     base = config_hash(_compose("dataset=emotions"))
     assert config_hash(_compose("dataset=emotions", "n_jobs=1", "progress=false", "resume=true")) == base
     assert config_hash(_compose("dataset=emotions", "method.nu2=1.0")) == config_hash(
-        _compose("dataset=emotions", "method.nu2=1"))
+        _compose("dataset=emotions", "method.nu2=1")
+    )
     assert config_hash(_compose("dataset=emotions", "method.nu2=0.2")) != base
     assert config_hash(_compose("dataset=emotions", "seed=1")) != base
 
@@ -50,8 +63,14 @@ def test_run_names_say_what_varies():
 
 
 def test_swept_keys_come_from_the_command_line_and_the_preset():
-    config = OmegaConf.create({"hydra": {"overrides": {"task": ["dataset=yeast", "method.nu2=0,1"]},
-                                         "sweeper": {"params": {"method.nu1": "1,2", "seed": "0"}}}})
+    config = OmegaConf.create(
+        {
+            "hydra": {
+                "overrides": {"task": ["dataset=yeast", "method.nu2=0,1"]},
+                "sweeper": {"params": {"method.nu1": "1,2", "seed": "0"}},
+            }
+        }
+    )
     assert swept_keys(config) == ["method.nu2", "method.nu1"]
 
 
@@ -88,9 +107,16 @@ def test_spare_cores_become_blas_threads():
 
 
 def _job(tmp_path, *overrides):
-    cfg = _compose("dataset=emotions", "protocol.repeats=2", "protocol.rates=[0.05,0.5]", "progress=false",
-                   f"tracking.uri=sqlite:///{tmp_path}/mlflow.db", f"tracking.artifact_location={tmp_path}/art",
-                   "n_jobs=1", *overrides)
+    cfg = _compose(
+        "dataset=emotions",
+        "protocol.repeats=2",
+        "protocol.rates=[0.05,0.5]",
+        "progress=false",
+        f"tracking.uri=sqlite:///{tmp_path}/mlflow.db",
+        f"tracking.artifact_location={tmp_path}/art",
+        "n_jobs=1",
+        *overrides,
+    )
     OmegaConf.set_struct(cfg, False)
     cfg.method = {"_target_": "test_runner.ColumnMeans", "name": "freq", "fail_below_labelled": 30}
     return cfg
@@ -105,7 +131,10 @@ def test_failed_trials_are_named_in_the_overall_metrics(tmp_path):
     run_experiment(_job(tmp_path))  # 5 % of 395 training rows = 20 labelled: those trials fail
     (run,) = _runs(tmp_path)
     assert run.info.status == "FINISHED" and run.data.tags["trials_failed"] == "2 of 4"
-    assert "avg_precision_overall_ok_only" in run.data.metrics and "avg_precision_overall" not in run.data.metrics
+    assert (
+        "avg_precision_overall_ok_only" in run.data.metrics
+        and "avg_precision_overall" not in run.data.metrics
+    )
     assert "successful trials only" in run.data.tags["notes"]
 
 

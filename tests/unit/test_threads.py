@@ -27,6 +27,7 @@ def _recording(seen: list, fn):
     def wrapper(*args, **kwargs):
         seen.append(blas_threads())
         return fn(*args, **kwargs)
+
     return wrapper
 
 
@@ -67,8 +68,9 @@ def test_sswl_fits_and_scores_on_one_thread(monkeypatch, two_threads):
     seen = []
     problem = weak_label._SSWLProblem
     monkeypatch.setattr(problem, "update_W", _recording(seen, problem.update_W))
-    monkeypatch.setattr(weak_label.SSWL, "_check_predict_data",
-                        _recording(seen, weak_label.SSWL._check_predict_data))
+    monkeypatch.setattr(
+        weak_label.SSWL, "_check_predict_data", _recording(seen, weak_label.SSWL._check_predict_data)
+    )
     X, Y = _problem()
     Y[::2] = -1
     weak_label.SSWL(max_iter=2).fit(X, Y).decision_function(X)

@@ -23,7 +23,7 @@ def test_log_batch_chunks_beyond_mlflow_limits(store):
     client = mlflow.MlflowClient(uri)
     run = client.create_run(experiment_id)
     metrics = [("m", float(i), i) for i in range(2500)]  # MLflow takes 1000 per request
-    params = {f"p{i}": str(i) for i in range(250)}       # and 100 params
+    params = {f"p{i}": str(i) for i in range(250)}  # and 100 params
     log_batch(run.info.run_id, metrics=metrics, params=params, tags={"t": 1})
     history = client.get_metric_history(run.info.run_id, "m")
     assert sorted(m.step for m in history) == list(range(2500))
@@ -40,12 +40,14 @@ def test_flatten_and_config_params():
 
 
 def test_selection_rule_prefers_largest_gamma_I_within_tolerance():
-    ranked = pd.DataFrame({
-        "params.method.gamma_A": ["0.1", "0.01", "0.01"],
-        "params.method.gamma_I": ["0", "10", "1000"],
-        "params.method.sigma_scale": ["1", "0.5", "0.5"],
-        "metrics.avg_precision_overall": [0.800, 0.7995, 0.790],
-    })
+    ranked = pd.DataFrame(
+        {
+            "params.method.gamma_A": ["0.1", "0.01", "0.01"],
+            "params.method.gamma_I": ["0", "10", "1000"],
+            "params.method.sigma_scale": ["1", "0.5", "0.5"],
+            "metrics.avg_precision_overall": [0.800, 0.7995, 0.790],
+        }
+    )
     chosen = select(ranked, "avg_precision_overall", tolerance=0.001, prefer_max="gamma_I")
     assert chosen["params.method.gamma_I"] == "10"
     assert select(ranked, "avg_precision_overall", 0.0, prefer_max="gamma_I")["params.method.gamma_I"] == "0"

@@ -42,8 +42,9 @@ class SignMajority(ClassifierMixin, BaseEstimator):
         X = X.toarray() if sp.issparse(X) else np.asarray(X)
         self.classes_, codes = np.unique(np.asarray(y), return_inverse=True)
         pos = X[:, 0] > 0
-        counts = np.array([np.bincount(codes[pos == s], minlength=self.classes_.size) for s in (False, True)],
-                          dtype=float)
+        counts = np.array(
+            [np.bincount(codes[pos == s], minlength=self.classes_.size) for s in (False, True)], dtype=float
+        )
         counts[counts.sum(axis=1) == 0] = np.bincount(codes, minlength=self.classes_.size)
         self.freq_ = counts / counts.sum(axis=1, keepdims=True)
         return self
@@ -58,8 +59,9 @@ class SignMajority(ClassifierMixin, BaseEstimator):
 
 @functools.lru_cache(maxsize=1)
 def _generated():
-    return make_multilabel_classification(n_samples=300, n_features=20, n_classes=8, n_labels=2,
-                                          allow_unlabeled=True, random_state=0)
+    return make_multilabel_classification(
+        n_samples=300, n_features=20, n_classes=8, n_labels=2, allow_unlabeled=True, random_state=0
+    )
 
 
 def _synthetic(n=300, q=5):
@@ -101,8 +103,10 @@ def _synthetic(n=300, q=5):
 #      x = +1: l0 = 0, l1 = 1/4 + 1 = 5/4, l2 = l3 = 3/4 + 2 = 11/4, virtual = 1 + 3/4 + 1/4 + 1/4 = 9/4
 # ---------------------------------------------------------------------------------------------
 X_CLR = np.array([[-1.0], [-1.0], [-1.0], [1.0], [1.0], [1.0], [1.0]])
-Y_CLR = np.array([[1, 0, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0],
-                  [0, 1, 1, 1], [0, 0, 1, 1], [0, 0, 1, 1]], dtype=np.int8)
+Y_CLR = np.array(
+    [[1, 0, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0], [0, 1, 1, 1], [0, 0, 1, 1], [0, 0, 1, 1]],
+    dtype=np.int8,
+)
 T_STUB = np.array([[-1.0], [1.0]])
 
 
@@ -194,10 +198,10 @@ def test_ecc_is_deterministic_given_random_state():
     b = EnsembleClassifierChains(n_chains=3, random_state=7).fit(X, Y)
     c = EnsembleClassifierChains(n_chains=3, random_state=8).fit(X, Y)
     np.testing.assert_array_equal(a.decision_function(T), b.decision_function(T))
-    for order, rows in zip(a.orders_, a.samples_):
+    for order, rows in zip(a.orders_, a.samples_, strict=True):
         assert sorted(order) == list(range(Y.shape[1]))
         assert rows.shape == (X.shape[0],)  # bootstrap of size n
-    assert any((o1 != o2).any() for o1, o2 in zip(a.orders_, c.orders_))
+    assert any((o1 != o2).any() for o1, o2 in zip(a.orders_, c.orders_, strict=True))
 
 
 def test_ecc_average_of_chains_each_equal_to_sklearn_classifier_chain():
@@ -261,16 +265,18 @@ def test_rakel_hand_worked_hard_votes():
 
 def test_rakel_hand_worked_soft_votes():
     rak = RAkEL(base_estimator=SignMajority(), k=2, voting="soft", standardize=False).fit(X_RAK, Y_RAK)
-    np.testing.assert_allclose(rak.decision_function(T_STUB), [[1 / 3, 1, 2 / 3], [1 / 4, 1 / 2, 3 / 4]],
-                               rtol=1e-14)
+    np.testing.assert_allclose(
+        rak.decision_function(T_STUB), [[1 / 3, 1, 2 / 3], [1 / 4, 1 / 2, 3 / 4]], rtol=1e-14
+    )
     np.testing.assert_array_equal(rak.predict(T_STUB), [[0, 1, 1], [0, 0, 1]])
 
 
 def test_rakel_ranks_by_marginals_and_decides_by_votes():
     """Default MULAN-style split: hard votes decide, averaged marginals rank."""
     rak = RAkEL(base_estimator=SignMajority(), k=2, standardize=False).fit(X_RAK, Y_RAK)
-    np.testing.assert_allclose(rak.decision_function(T_STUB), [[1 / 3, 1, 2 / 3], [1 / 4, 1 / 2, 3 / 4]],
-                               rtol=1e-14)
+    np.testing.assert_allclose(
+        rak.decision_function(T_STUB), [[1 / 3, 1, 2 / 3], [1 / 4, 1 / 2, 3 / 4]], rtol=1e-14
+    )
     np.testing.assert_array_equal(rak.predict(T_STUB), [[0, 1, 1], [0, 0, 1]])
     # the decisions are those of the vote shares
     hard = RAkEL(base_estimator=SignMajority(), k=2, scores="votes", standardize=False).fit(X_RAK, Y_RAK)
@@ -289,7 +295,7 @@ def test_rakel_default_labelsets():
     np.testing.assert_array_equal(RAkEL(standardize=False).fit(X, Y).labelsets_, rak.labelsets_)  # seeded
     # the votes are averages over the models containing each label
     votes = np.zeros((T.shape[0], 8))
-    for ls, model in zip(rak.labelsets_, rak.estimators_):
+    for ls, model in zip(rak.labelsets_, rak.estimators_, strict=True):
         code = model.predict(T)
         votes[:, ls] += (code[:, None] >> np.arange(3)) & 1
     np.testing.assert_allclose(rak.decision_function(T), votes / rak.coverage_, rtol=1e-15)
@@ -322,8 +328,10 @@ def test_rakel_uncovered_label_scores_zero():
 def test_beats_label_prior(cls):
     X, Y, T, Yt = _synthetic()
     prior = Y.mean(axis=0)
-    baseline_f1 = max(f1_score(Yt, np.ones_like(Yt), average="micro"),
-                      f1_score(Yt, np.tile(prior >= 0.5, (len(Yt), 1)).astype(int), average="micro"))
+    baseline_f1 = max(
+        f1_score(Yt, np.ones_like(Yt), average="micro"),
+        f1_score(Yt, np.tile(prior >= 0.5, (len(Yt), 1)).astype(int), average="micro"),
+    )
     baseline_ap = label_ranking_average_precision_score(Yt, np.tile(prior, (len(Yt), 1)))
     est = cls().fit(X, Y)
     assert f1_score(Yt, est.predict(T), average="micro") > baseline_f1 + 0.05
@@ -346,9 +354,16 @@ def _sub_models(est):
     return est.estimators_
 
 
-@pytest.mark.parametrize("est", [BinaryRelevance(), CalibratedLabelRanking(voting="soft"),
-                                 EnsembleClassifierChains(n_chains=2), RAkEL(voting="soft")],
-                         ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize(
+    "est",
+    [
+        BinaryRelevance(),
+        CalibratedLabelRanking(voting="soft"),
+        EnsembleClassifierChains(n_chains=2),
+        RAkEL(voting="soft"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
 def test_sparse_input_stays_sparse_and_matches_dense(est):
     X, Y, T, _ = _synthetic()
     est = clone(est).set_params(base_estimator=SparseRecorder(max_iter=1000))
@@ -392,7 +407,9 @@ def test_soft_rakel_needs_probabilities_and_shapes_are_checked():
         RAkEL(base_estimator=LinearSVC(), voting="soft").fit(X, Y)
     with pytest.raises(ValueError, match="scores='marginals'"):
         RAkEL(base_estimator=LinearSVC()).fit(X, Y)
-    assert RAkEL(base_estimator=LinearSVC(), scores="votes").fit(X, Y).decision_function(T).shape == T.shape[:1] + (3,)
+    assert RAkEL(base_estimator=LinearSVC(), scores="votes").fit(X, Y).decision_function(T).shape == T.shape[
+        :1
+    ] + (3,)
     with pytest.raises(ValueError, match="rows"):
         BinaryRelevance().fit(X, Y[:-1])
     with pytest.raises(ValueError, match="features"):

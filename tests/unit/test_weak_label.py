@@ -16,7 +16,7 @@ def _problem(n=240, d=6, q=4, frac=0.2, n_test=200, seed=0):
     X = rng.normal(size=(n + n_test, d))
     Y = (X @ rng.normal(size=(d, q)) + 0.3 * rng.normal(size=(n + n_test, q)) > 0.5).astype(np.int8)
     Y_semi = Y[:n].copy()
-    Y_semi[rng.permutation(n)[int(frac * n):]] = -1
+    Y_semi[rng.permutation(n)[int(frac * n) :]] = -1
     return X[:n], Y_semi, X[n:], Y[n:]
 
 
@@ -31,8 +31,12 @@ def _pieces(est, X, Y):
 def _objective(A, P, U, S, W, Ws, L, a, b, z):
     F, G = A @ W, A @ Ws
     O = P * F + U * G
-    return (np.sum((P * F - P) ** 2) + a * np.sum((O - S @ O @ L) ** 2)
-            + b * np.sum((U * (F - G)) ** 2) + z * np.sum((U * G + U) ** 2))
+    return (
+        np.sum((P * F - P) ** 2)
+        + a * np.sum((O - S @ O @ L) ** 2)
+        + b * np.sum((U * (F - G)) ** 2)
+        + z * np.sum((U * G + U) ** 2)
+    )
 
 
 def _gradients(A, P, U, S, W, Ws, L, a, b, z):
@@ -61,7 +65,7 @@ def test_each_block_update_is_the_exact_block_minimiser(label_similarity):
     J = lambda W_, Ws_, L_: _objective(A, P, U, S, W_, Ws_, L_, a, b, z)  # noqa: E731
 
     Ws0, L0 = Ws, L
-    W = prob.update_W(Ws0, L0)          # one sweep, in the estimator's order
+    W = prob.update_W(Ws0, L0)  # one sweep, in the estimator's order
     Ws = prob.update_Wstar(W, L0)
     L = prob.update_L(W, Ws, L0)
     gW = _gradients(A, P, U, S, W, Ws0, L0, a, b, z)[0]
@@ -93,8 +97,9 @@ def test_objective_history_is_non_increasing_and_matches_the_fitted_point():
     assert np.all(np.diff(obj) <= 1e-10 * obj[:-1])
     assert obj[-1] < 0.5 * obj[0]
     A, P, U, S = _pieces(est, X, Y)
-    final = _objective(A, P, U, S, est.coef_, est.coef_star_, est.label_similarity_,
-                       est.alpha, est.beta, est.zeta)
+    final = _objective(
+        A, P, U, S, est.coef_, est.coef_star_, est.label_similarity_, est.alpha, est.beta, est.zeta
+    )
     assert final == pytest.approx(obj[-1], rel=1e-10)
     # Stopping rule: with the default tol the loop ends at a small relative decrease.
     est2 = SSWL(tol=1e-3).fit(X, Y)
@@ -110,9 +115,9 @@ def test_beats_label_prior_baseline_with_20_percent_labelled():
     f1 = f1_score(Y_test, pred, average="micro")
     prior = (Y[(Y != -1).all(axis=1)]).mean(axis=0)
     baseline = max(
-        f1_score(Y_test, np.ones_like(Y_test), average="micro"),                    # all positive
+        f1_score(Y_test, np.ones_like(Y_test), average="micro"),  # all positive
         f1_score(Y_test, np.broadcast_to(prior > 0.5, Y_test.shape).astype(int), average="micro"),
-        float(Y_test.mean()),                                  # expected F1 of sampling the prior
+        float(Y_test.mean()),  # expected F1 of sampling the prior
     )
     assert f1 > baseline + 0.08
     assert roc_auc_score(Y_test, est.decision_function(X_test), average="macro") > 0.8
@@ -122,14 +127,14 @@ def test_graph_and_label_similarity_properties():
     X, Y, _, _ = _problem(seed=4)
     est = SSWL(label_similarity="symmetric").fit(X, Y)
     S = est.graph_
-    np.testing.assert_allclose(np.asarray(S.sum(axis=1)).ravel(), 1.0)        # row-stochastic
+    np.testing.assert_allclose(np.asarray(S.sum(axis=1)).ravel(), 1.0)  # row-stochastic
     assert S.diagonal().max() == 0 and S.min() >= 0
-    assert np.diff(S.indptr).min() >= est.k                                      # kNN degrees
+    assert np.diff(S.indptr).min() >= est.k  # kNN degrees
     L = est.label_similarity_
     np.testing.assert_array_equal(L, L.T)
     off = np.abs(L - np.diag(np.diag(L))).sum(axis=1)
-    assert np.all(np.diag(L) > off)                    # each label is mostly its own neighbour
-    free = SSWL().fit(X, Y).label_similarity_           # SSWL.m: unconstrained, not symmetric
+    assert np.all(np.diag(L) > off)  # each label is mostly its own neighbour
+    free = SSWL().fit(X, Y).label_similarity_  # SSWL.m: unconstrained, not symmetric
     assert np.all(np.isfinite(free)) and not np.allclose(free, free.T)
 
 
@@ -147,10 +152,21 @@ def test_weak_label_mapping_unlabelled_rows_equal_rows_without_positives():
     np.testing.assert_allclose(a.decision_function(X_test), b.decision_function(X_test), rtol=1e-12)
 
 
-@pytest.mark.parametrize("name, value", [
-    ("alpha", -1.0), ("beta", 0.0), ("zeta", -0.1), ("k", 0), ("k", 2.5), ("k", 240),
-    ("sigma", 0.0), ("max_iter", 0), ("tol", -1e-3), ("label_similarity", "sym"),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("alpha", -1.0),
+        ("beta", 0.0),
+        ("zeta", -0.1),
+        ("k", 0),
+        ("k", 2.5),
+        ("k", 240),
+        ("sigma", 0.0),
+        ("max_iter", 0),
+        ("tol", -1e-3),
+        ("label_similarity", "sym"),
+    ],
+)
 def test_bad_parameters_raise_naming_the_parameter(name, value):
     X, Y, _, _ = _problem(n=240)
     with pytest.raises(ValueError, match=f"parameter {name}="):
@@ -196,8 +212,8 @@ def test_block_solves_match_an_independent_dense_solve(case):
     if case == "duplicate_feature":
         X = np.hstack([X, X[:, :1]])
     if case == "label_positive_everywhere":
-        Y = np.where(Y == -1, 0, Y)                   # every row labelled …
-        Y[:, 0] = 1                                   # … and positive for label 0: U_0 = 0
+        Y = np.where(Y == -1, 0, Y)  # every row labelled …
+        Y[:, 0] = 1  # … and positive for label 0: U_0 = 0
     a, b, z = 1.3, 0.2, 0.15
     est = SSWL(alpha=a, beta=b, zeta=z)
     prob = est._problem(X, Y)
@@ -206,7 +222,7 @@ def test_block_solves_match_an_independent_dense_solve(case):
     rng = np.random.default_rng(1)
     p, m = A.shape[1], P.shape[1]
     L = np.eye(m) + 0.4 * rng.normal(size=(m, m))
-    for sweep in range(2):                            # the second sweep is warm-started
+    for _ in range(2):  # the second sweep is warm-started
         Ws = rng.normal(size=(p, m))
         W = prob.update_W(Ws, L)
         ref = _dense_block_solution(A, P, U, S, Ws, L, a, b, z, "W")
@@ -215,5 +231,5 @@ def test_block_solves_match_an_independent_dense_solve(case):
         ref = _dense_block_solution(A, P, U, S, W, L, a, b, z, "W*")
         assert np.abs(Wstar - ref).max() <= 1e-10 * np.abs(ref).max()
         L = L + 0.1 * rng.normal(size=(m, m))
-    assert ("U" in prob._dense) == (case == "label_positive_everywhere")   # dense fallback used
+    assert ("U" in prob._dense) == (case == "label_positive_everywhere")  # dense fallback used
     assert "P" not in prob._dense

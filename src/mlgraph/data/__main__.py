@@ -28,8 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.names or list(registry()):
         for role, record in dataset_files(name).items():
             try:
-                where = dataset_path(name, role) if args.fetch else find_file(
-                    record.path, alternatives=[record.path + ".gz"])
+                where = (
+                    dataset_path(name, role)
+                    if args.fetch
+                    else find_file(record.path, alternatives=[record.path + ".gz"])
+                )
             except (ChecksumError, DatasetNotFoundError) as exc:
                 failed += args.fetch
                 where = f"FAILED: {exc}" if args.fetch else f"missing: {record.url} -> {record.cache_path()}"

@@ -60,9 +60,7 @@ _QUOTED = r"""'(?P<sq>(?:[^'\\]|\\.)*)'|"(?P<dq>(?:[^"\\]|\\.)*)\""""
 _NAME = re.compile(rf"""{_QUOTED}|(?P<bare>[^\s{{}}'"%][^\s{{}}%]*)""", re.DOTALL)
 # One comma-separated field: quoted, or bare up to the next comma (blanks around are not part
 # of it); the lookahead makes text glued to a closing quote a syntax error.
-_FIELD = re.compile(
-    rf"""[ \t]*(?:{_QUOTED}|(?P<bare>(?:[^,'"\s][^,]*?)?))[ \t]*(?=,|$)""", re.DOTALL
-)
+_FIELD = re.compile(rf"""[ \t]*(?:{_QUOTED}|(?P<bare>(?:[^,'"\s][^,]*?)?))[ \t]*(?=,|$)""", re.DOTALL)
 # One sparse entry: `index value`, the value quoted or bare.
 _ENTRY = re.compile(
     rf"""[ \t]*(?P<index>[^\s,'"]+)[ \t]+(?:{_QUOTED}|(?P<bare>[^\s,'"][^\s,]*))[ \t]*(?=,|$)""",
@@ -70,9 +68,7 @@ _ENTRY = re.compile(
 )
 # A quoted token (opening where a token may start) or a comment start: the first `%` match
 # outside quotes begins the comment.
-_COMMENT = re.compile(
-    r"""(?<![^\s,{])(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")|(?P<comment>%)"""
-)
+_COMMENT = re.compile(r"""(?<![^\s,{])(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")|(?P<comment>%)""")
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
 _PLAIN_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -298,9 +294,7 @@ def _parse_attribute(rest: str) -> Attribute:
         values = tuple(_nominal_value(k, *field, name) for k, field in enumerate(fields, 1))
         if len(set(values)) != len(values):
             first, again = _first_repeat(values)
-            raise ValueError(
-                f"nominal attribute {show(name)}: declared value {again} repeats value {first}"
-            )
+            raise ValueError(f"nominal attribute {show(name)}: declared value {again} repeats value {first}")
         return Attribute(name, "nominal", values)
     if not tail:
         raise ValueError(f"attribute {show(name)} has no type")
@@ -396,8 +390,7 @@ class _Columns:
         self.attributes = attributes
         self.kinds = np.array([a.kind for a in attributes])
         self.by_text = [
-            {v: i for i, v in enumerate(a.values)} if a.kind == "nominal" else None
-            for a in attributes
+            {v: i for i, v in enumerate(a.values)} if a.kind == "nominal" else None for a in attributes
         ]
         self.by_number = [_numeric_values(a) for a in attributes]
         self.n_values = np.array([len(a.values) if a.values else 0 for a in attributes])
@@ -459,10 +452,7 @@ class _Columns:
         if raw.dtype.kind == "f":
             # Shortcut for the common {0,1,..,k-1}: the number is the code; NaN stays missing.
             direct = np.isnan(raw) | (
-                self.identity[cols]
-                & (raw >= 0)
-                & (raw < self.n_values[cols])
-                & (raw == np.floor(raw))
+                self.identity[cols] & (raw >= 0) & (raw < self.n_values[cols]) & (raw == np.floor(raw))
             )
             codes[direct] = raw[direct]
             rest = np.flatnonzero(~direct)
@@ -478,10 +468,7 @@ class _Columns:
         pairs = cols[present].astype(np.int64) * len(uniques) + inverse[present]
         pair_inverse, pair_uniques = pd.factorize(pairs)
         table = np.array(
-            [
-                self._code_or_nan(int(p // len(uniques)), uniques[p % len(uniques)])
-                for p in pair_uniques
-            ],
+            [self._code_or_nan(int(p // len(uniques)), uniques[p % len(uniques)]) for p in pair_uniques],
             dtype=np.float64,
         )
         codes[present] = table[pair_inverse]
@@ -502,9 +489,7 @@ class _Columns:
 
 def _numeric_values(attribute: Attribute) -> dict[float, int] | None:
     """For a nominal attribute declared with distinct plain numbers: number -> code."""
-    if attribute.kind != "nominal" or not all(
-        _PLAIN_NUMBER.fullmatch(v.strip()) for v in attribute.values
-    ):
+    if attribute.kind != "nominal" or not all(_PLAIN_NUMBER.fullmatch(v.strip()) for v in attribute.values):
         return None
     table = {float(v): i for i, v in enumerate(attribute.values)}
     return table if len(table) == len(attribute.values) else None
@@ -579,9 +564,7 @@ def _dense_fast(data: str, columns: _Columns) -> np.ndarray:
     nominal = columns.kinds == "nominal"
     numeric_nominal = np.flatnonzero(is_float & nominal)
     if len(numeric_nominal):
-        out[:, numeric_nominal] = columns.encode_nominal_block(
-            out[:, numeric_nominal], numeric_nominal
-        )
+        out[:, numeric_nominal] = columns.encode_nominal_block(out[:, numeric_nominal], numeric_nominal)
     text_cols = np.flatnonzero(~is_float)
     if len(text_cols) == 0:
         return out
@@ -634,14 +617,10 @@ def _sparse_fast(data: str, columns: _Columns) -> sp.csr_matrix:
     return _csr(values, index, counts, n_attributes)
 
 
-def _csr(
-    values: np.ndarray, index: np.ndarray, counts: np.ndarray, n_attributes: int
-) -> sp.csr_matrix:
+def _csr(values: np.ndarray, index: np.ndarray, counts: np.ndarray, n_attributes: int) -> sp.csr_matrix:
     """CSR matrix from the entries of consecutive rows; explicit zeros are dropped."""
     indptr = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
-    matrix = sp.csr_matrix(
-        (values, index, indptr), shape=(len(counts), n_attributes), dtype=np.float64
-    )
+    matrix = sp.csr_matrix((values, index, indptr), shape=(len(counts), n_attributes), dtype=np.float64)
     matrix.eliminate_zeros()
     return matrix
 
@@ -663,9 +642,7 @@ def _parse_lines(
             rows.append(parse_row(line, columns))
         except ValueError as exc:
             column = getattr(exc, "column", None)
-            raise ArffError(
-                str(exc), source=source, line=first_line + offset, column=column
-            ) from None
+            raise ArffError(str(exc), source=source, line=first_line + offset, column=column) from None
     n_attributes = len(columns.attributes)
     if not sparse:
         return np.array(rows, dtype=np.float64).reshape(len(rows), n_attributes)
@@ -689,9 +666,7 @@ def _dense_row(line: str, columns: _Columns) -> list[float]:
 def _sparse_row(line: str, columns: _Columns) -> tuple[list[int], list[float]]:
     """One ``{index value, ...}`` row: (attribute indices, encoded values)."""
     if not (line.startswith("{") and line.endswith("}")):
-        raise ValueError(
-            "expected a sparse row {index value, ...} (the first data row sets the format)"
-        )
+        raise ValueError("expected a sparse row {index value, ...} (the first data row sets the format)")
     inner = line[1:-1]
     indices: list[int] = []
     values: list[float] = []
@@ -731,9 +706,7 @@ def _sparse_index(token: str, previous: list[int], n_attributes: int, entry: int
             f"{n_attributes} attributes (0..{n_attributes - 1})"
         )
     if previous and j <= previous[-1]:
-        raise ValueError(
-            f"sparse entry {entry}: index {j} does not increase (after {previous[-1]})"
-        )
+        raise ValueError(f"sparse entry {entry}: index {j} does not increase (after {previous[-1]})")
     return j
 
 

@@ -134,8 +134,10 @@ def _read_arff(path: Path, strings_allowed: Iterable[str]) -> pd.DataFrame:
             codes = np.where(np.isnan(values), -1, values).astype(np.int64)
             columns[attribute.name] = pd.Categorical.from_codes(codes, categories=list(attribute.values))
         elif attribute.kind == "string" and attribute.name not in strings_allowed:
-            raise ValueError(f"{path}: attribute {attribute.name!r} is an ARFF string attribute, which "
-                             "the reader keeps as codes, not text: declare it nominal, or list it in drop=...")
+            raise ValueError(
+                f"{path}: attribute {attribute.name!r} is an ARFF string attribute, which "
+                "the reader keeps as codes, not text: declare it nominal, or list it in drop=..."
+            )
         else:
             columns[attribute.name] = values
     return pd.DataFrame(columns)
@@ -180,8 +182,10 @@ def _encode_target(df: pd.DataFrame, column: str, role: str, path: Path) -> tupl
     values = df[column]
     if values.isna().any():
         rows = np.flatnonzero(values.isna().to_numpy())[:5].tolist()
-        raise ValueError(f"{path}: target column {column!r} ({role}) has {int(values.isna().sum())} "
-                         f"missing value(s), first at data rows {rows}")
+        raise ValueError(
+            f"{path}: target column {column!r} ({role}) has {int(values.isna().sum())} "
+            f"missing value(s), first at data rows {rows}"
+        )
     if isinstance(values.dtype, pd.CategoricalDtype):  # ARFF nominal: declared order
         values = values.cat.remove_unused_categories()
         return values.cat.codes.to_numpy().astype(np.int64), tuple(str(c) for c in values.cat.categories)
@@ -198,11 +202,15 @@ def _features(df: pd.DataFrame, columns: list[str], path: Path) -> np.ndarray:
         if not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)):
             bad = pd.to_numeric(series, errors="coerce").isna() & series.notna()
             row = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
-            raise ValueError(f"{path}: feature column {column!r} is not numeric (value {series.iloc[row]!r} "
-                             f"in data row {row}); list it in drop=... or encode it first")
+            raise ValueError(
+                f"{path}: feature column {column!r} is not numeric (value {series.iloc[row]!r} "
+                f"in data row {row}); list it in drop=... or encode it first"
+            )
         if series.isna().any():
-            raise ValueError(f"{path}: feature column {column!r} has {int(series.isna().sum())} missing "
-                             f"value(s); impute or drop them first")
+            raise ValueError(
+                f"{path}: feature column {column!r} has {int(series.isna().sum())} missing "
+                f"value(s); impute or drop them first"
+            )
     X = df[columns].to_numpy(dtype=np.float64)
     if not np.isfinite(X).all():
         bad = columns[int(np.flatnonzero(~np.isfinite(X).all(axis=0))[0])]
@@ -273,10 +281,15 @@ def load_dual_set(
     X = _features(df, features, path)
     return DualSetDataset(
         name=name or Path(path).name.split(".")[0],
-        X=X, y_a=y_a, y_b=y_b,
+        X=X,
+        y_a=y_a,
+        y_b=y_b,
         feature_names=tuple(str(c) for c in features),
-        classes_a=classes_a, classes_b=classes_b,
-        sha256=digest, source=str(path), info=MappingProxyType(info),
+        classes_a=classes_a,
+        classes_b=classes_b,
+        sha256=digest,
+        source=str(path),
+        info=MappingProxyType(info),
     )
 
 
@@ -309,8 +322,10 @@ def frequency_gender(
 
     def derive(df: pd.DataFrame) -> pd.DataFrame:
         if frequency_column not in df.columns:
-            raise ValueError(f"{path}: no column {frequency_column!r} (frequency_column); "
-                             f"the columns are {list(df.columns)}")
+            raise ValueError(
+                f"{path}: no column {frequency_column!r} (frequency_column); "
+                f"the columns are {list(df.columns)}"
+            )
         codes, edges = frequency_classes(df[frequency_column].to_numpy(), n_frequency_classes)
         edges_box.append(edges)
         width = len(str(n_frequency_classes))
@@ -318,11 +333,16 @@ def frequency_gender(
 
     published = Path(path).name == "voice.csv.gz"
     data = load_dual_set(
-        path, "frequency_class", "label",
+        path,
+        "frequency_class",
+        "label",
         drop=() if keep_frequency_feature else (frequency_column,),
-        derive=derive, name="frequency_gender",
-        drop_duplicate_rows=True, drop_duplicate_columns=True,
-        sha256=VOICE_SHA256 if (verify and published) else None, data_dir=data_dir,
+        derive=derive,
+        name="frequency_gender",
+        drop_duplicate_rows=True,
+        drop_duplicate_columns=True,
+        sha256=VOICE_SHA256 if (verify and published) else None,
+        data_dir=data_dir,
     )
     info = dict(data.info)
     info["frequency_edges"] = tuple(float(e) for e in edges_box[0])

@@ -110,9 +110,7 @@ def read_label_names(xml_path: str | Path) -> list[str]:
             column=column + 1,
         ) from None
     if root.tag not in _ROOT_TAGS:
-        raise ArffError(
-            f'the root element is not <labels xmlns="{LABELS_NAMESPACE}">', source=source
-        )
+        raise ArffError(f'the root element is not <labels xmlns="{LABELS_NAMESPACE}">', source=source)
     names = []
     for element in root.iter():
         if element.tag in _LABEL_TAGS:
@@ -154,17 +152,13 @@ def load_mulan(
     if parsed.data.shape[0] == 0:
         raise ArffError("no data rows (the @data section is empty)", source=source)
     label_idx = _label_indices(parsed, source, xml_path, n_labels, label_location)
-    feature_idx = _feature_indices(
-        parsed, source, label_idx, [drop] if isinstance(drop, str) else list(drop)
-    )
+    feature_idx = _feature_indices(parsed, source, label_idx, [drop] if isinstance(drop, str) else list(drop))
 
     def locate(row: int, attribute: int) -> tuple[int | None, int]:
         return data_row_line(raw, row, source), attribute + 1
 
     X, feature_names, feature_attribute = _features(parsed, source, feature_idx)
-    X = check_missing(
-        X, feature_names, missing, source, lambda row, col: locate(row, feature_attribute[col])
-    )
+    X = check_missing(X, feature_names, missing, source, lambda row, col: locate(row, feature_attribute[col]))
     return MultiLabelDataset(
         name=name or _stem(arff_path),
         X=X,
@@ -206,8 +200,7 @@ def _label_indices(
         absent = [label for label in labels if label not in position]
         if absent:
             raise ArffError(
-                f"{len(absent)} label(s) of {xml_path} are not attributes of this file: "
-                + _names(absent),
+                f"{len(absent)} label(s) of {xml_path} are not attributes of this file: " + _names(absent),
                 source=source,
             )
         if n_labels is not None and n_labels != len(labels):
@@ -231,9 +224,7 @@ def _label_indices(
     raise ValueError(f"label_location={label_location!r}: expected 'first' or 'last'")
 
 
-def meka_label_indices(
-    relation: str, n_attributes: int, source: str = "<string>"
-) -> list[int] | None:
+def meka_label_indices(relation: str, n_attributes: int, source: str = "<string>") -> list[int] | None:
     """Label attribute indices from a MEKA relation name ``'NAME: -C n ...'`` (None: no ``-C``).
 
     ``n > 0``: the first n attributes, ``n < 0``: the last -n, as MEKA wrote the file; the
@@ -289,16 +280,13 @@ def _reorder(order: list[int], spec: str, source: str) -> list[int]:
         positions += range(lo, hi + 1) if hi >= lo else range(lo, hi - 1, -1)
     if sorted(positions) != list(range(n)):
         raise ArffError(
-            "the MEKA header's Reorder drops or repeats attributes; give the MULAN XML file "
-            "or n_labels",
+            "the MEKA header's Reorder drops or repeats attributes; give the MULAN XML file or n_labels",
             source=source,
         )
     return [order[k] for k in positions]
 
 
-def _feature_indices(
-    parsed: ArffData, source: str, label_idx: list[int], drop: list[str]
-) -> list[int]:
+def _feature_indices(parsed: ArffData, source: str, label_idx: list[int], drop: list[str]) -> list[int]:
     """Attribute indices of the features: not labels, not dropped, not strings or dates."""
     position = {a.name: j for j, a in enumerate(parsed.attributes)}
     unknown = [d for d in drop if d not in position]
@@ -313,9 +301,7 @@ def _feature_indices(
     unusable = [j for j in candidates if parsed.attributes[j].kind in ("string", "date")]
     if unusable:
         names = _names([parsed.attributes[j].name for j in unusable])
-        warnings.warn(
-            f"{source}: string/date attribute(s) {names} are not features; dropped", stacklevel=3
-        )
+        warnings.warn(f"{source}: string/date attribute(s) {names} are not features; dropped", stacklevel=3)
     return [j for j in candidates if j not in set(unusable)]
 
 
@@ -332,7 +318,13 @@ def _labels(parsed: ArffData, source: str, label_idx: list[int], locate: Locate)
         column = block[:, k]
         missing = np.flatnonzero(np.isnan(column))
         if len(missing):
-            raise_at(f"label {show(attribute.name)} is missing (?); labels must be 0 or 1", source, locate, int(missing[0]), j)
+            raise_at(
+                f"label {show(attribute.name)} is missing (?); labels must be 0 or 1",
+                source,
+                locate,
+                int(missing[0]),
+                j,
+            )
         if attribute.kind == "nominal":
             column = _binary_values(attribute, source)[column.astype(np.int64)]
         elif attribute.kind != "numeric":
@@ -343,7 +335,9 @@ def _labels(parsed: ArffData, source: str, label_idx: list[int], locate: Locate)
             )
         bad = np.flatnonzero((column != 0) & (column != 1))
         if len(bad):
-            raise_at(f"label {show(attribute.name)} has a value other than 0 or 1", source, locate, int(bad[0]), j)
+            raise_at(
+                f"label {show(attribute.name)} has a value other than 0 or 1", source, locate, int(bad[0]), j
+            )
         Y[:, k] = column
     return Y
 
@@ -427,10 +421,7 @@ def check_missing(
     if fatal.any():
         row, col = _first_position(X, fatal)
         if np.isnan(X[row, col]):
-            what = (
-                f"missing value (?) of feature {show(names[col])}; "
-                "missing='zero' or 'mean' imputes"
-            )
+            what = f"missing value (?) of feature {show(names[col])}; missing='zero' or 'mean' imputes"
         else:
             what = f"infinite value of feature {show(names[col])}"
         line, column = locate(row, col)

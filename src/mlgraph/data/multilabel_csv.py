@@ -130,7 +130,9 @@ def _label(table: pd.DataFrame, column: str, source: str, locate) -> np.ndarray:
     codes = table[column].str.strip().str.lower().map(_LABEL_VALUES)
     bad = np.flatnonzero(codes.isna().to_numpy())
     if len(bad):
-        raise_at(f"label column {show(column)}: a value is missing or not 0/1", source, locate, int(bad[0]), column)
+        raise_at(
+            f"label column {show(column)}: a value is missing or not 0/1", source, locate, int(bad[0]), column
+        )
     return codes.to_numpy(np.int8)
 
 
@@ -141,7 +143,9 @@ def _feature(table: pd.DataFrame, column: str, source: str, locate) -> np.ndarra
     values = pd.to_numeric(text.where(~absent), errors="coerce").to_numpy(np.float64)
     bad = np.flatnonzero(np.isnan(values) & ~absent)
     if len(bad):
-        raise_at(f"feature column {show(column)}: the value is not a number", source, locate, int(bad[0]), column)
+        raise_at(
+            f"feature column {show(column)}: the value is not a number", source, locate, int(bad[0]), column
+        )
     return values
 
 

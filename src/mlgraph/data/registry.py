@@ -106,21 +106,33 @@ def registry() -> Mapping[str, DatasetEntry]:
 
 def _entry(name: str, spec: dict) -> DatasetEntry:
     files = {
-        path: RegisteredFile(path, f["url"], f["sha256"].lower(), int(f["size"]),
-                             tuple((a["sha256"].lower(), int(a["size"])) for a in f.get("also", ())))
+        path: RegisteredFile(
+            path,
+            f["url"],
+            f["sha256"].lower(),
+            int(f["size"]),
+            tuple((a["sha256"].lower(), int(a["size"])) for a in f.get("also", ())),
+        )
         for path, f in spec.get("files", {}).items()
     }
     roles = {}
     for role in ROLES:
         if role in spec:
             if spec[role] not in files:
-                raise ValueError(f"{REGISTRY_PATH}: [{name}] {role} = {spec[role]!r} has no "
-                                 f"[{name}.files.{spec[role]!r}] entry")
+                raise ValueError(
+                    f"{REGISTRY_PATH}: [{name}] {role} = {spec[role]!r} has no "
+                    f"[{name}.files.{spec[role]!r}] entry"
+                )
             roles[role] = files[spec[role]]
     stats = {k: v for k, v in spec.items() if k not in {*ROLES, "files", "kind", "drop"}}
-    return DatasetEntry(name, spec.get("kind", "mulan"), MappingProxyType(roles),
-                        None if "xml" in roles else spec.get("n_labels"), tuple(spec.get("drop", ())),
-                        MappingProxyType(stats))
+    return DatasetEntry(
+        name,
+        spec.get("kind", "mulan"),
+        MappingProxyType(roles),
+        None if "xml" in roles else spec.get("n_labels"),
+        tuple(spec.get("drop", ())),
+        MappingProxyType(stats),
+    )
 
 
 def dataset_names(kind: str = "mulan") -> list[str]:
@@ -133,8 +145,9 @@ def dataset_info(name: str) -> DatasetEntry:
     try:
         return registry()[name]
     except KeyError:
-        raise KeyError(f"unknown dataset {name!r}; registered: {', '.join(registry())} "
-                       f"(see {REGISTRY_PATH})") from None
+        raise KeyError(
+            f"unknown dataset {name!r}; registered: {', '.join(registry())} (see {REGISTRY_PATH})"
+        ) from None
 
 
 def dataset_files(name: str) -> dict[str, RegisteredFile]:
@@ -143,19 +156,29 @@ def dataset_files(name: str) -> dict[str, RegisteredFile]:
     return dict(dataset_info(name).roles)
 
 
-def dataset_path(name: str, role: str = "arff", data_dir: str | Path | None = None,
-                 verify: bool = True) -> Path:
+def dataset_path(
+    name: str, role: str = "arff", data_dir: str | Path | None = None, verify: bool = True
+) -> Path:
     """A local, verified copy of one file of a registered dataset (``role`` as in
     :func:`dataset_files`), downloaded into the cache on first use."""
     files = dataset_files(name)
     if role not in files:
         raise KeyError(f"dataset {name!r} has no {role!r} file; it has: {', '.join(files)}")
-    return _locate(files[role].path, files[role], None, None, None, [data_dir] if data_dir else [],
-                   verify, f"the {role} file of {name}")
+    return _locate(
+        files[role].path,
+        files[role],
+        None,
+        None,
+        None,
+        [data_dir] if data_dir else [],
+        verify,
+        f"the {role} file of {name}",
+    )
 
 
-def load_split(name: str, part: Literal["train", "test"], data_dir: str | Path | None = None,
-               verify: bool = True) -> MultiLabelDataset:
+def load_split(
+    name: str, part: Literal["train", "test"], data_dir: str | Path | None = None, verify: bool = True
+) -> MultiLabelDataset:
     """The publisher's official ``train`` or ``test`` part of a registered dataset, with the
     dataset's label file and dropped attributes (the file comes from :func:`dataset_path`)."""
     if part not in ("train", "test"):
@@ -208,8 +231,9 @@ def _shared_datasets() -> list[Path]:
     return found
 
 
-def find_file(filename: str | Path, extra_dirs: Iterable[str | Path] = (),
-              alternatives: Iterable[str] = ()) -> Path:
+def find_file(
+    filename: str | Path, extra_dirs: Iterable[str | Path] = (), alternatives: Iterable[str] = ()
+) -> Path:
     """An existing path as it is, else the first ``dir/filename`` (or ``dir/alternative``) of
     ``extra_dirs`` then :func:`data_dirs`; :class:`DatasetNotFoundError` lists what was searched."""
     path = Path(filename).expanduser()
@@ -262,12 +286,16 @@ def load_dataset(
     """
     entry = registry().get(name)
     if entry is not None and entry.kind != "mulan":
-        raise ValueError(f"dataset {name!r} is a {entry.kind} table, not a MULAN dataset; "
-                         f"see dataset=frequency_gender and mlgraph.data.dual_set")
+        raise ValueError(
+            f"dataset {name!r} is a {entry.kind} table, not a MULAN dataset; "
+            f"see dataset=frequency_gender and mlgraph.data.dual_set"
+        )
     if arff is None:
         if entry is None:
-            raise ValueError(f"dataset.arff is not set and {name!r} is not a registered dataset "
-                             f"({', '.join(dataset_names())}); set dataset.arff (arff=) to your ARFF file")
+            raise ValueError(
+                f"dataset.arff is not set and {name!r} is not a registered dataset "
+                f"({', '.join(dataset_names())}); set dataset.arff (arff=) to your ARFF file"
+            )
         arff = entry.roles["arff"].path
     if entry is not None:
         if xml is None and n_labels is None:
@@ -277,8 +305,9 @@ def load_dataset(
     _check_url(url, sha256, verify)
     extra = [data_dir] if data_dir else []
     arff_path = _locate(arff, _registered(entry, arff), sha256, size, url, extra, verify, "dataset.arff")
-    xml_path = _locate(xml, _registered(entry, xml), None, None, None, extra, verify, "dataset.xml") \
-        if xml else None
+    xml_path = (
+        _locate(xml, _registered(entry, xml), None, None, None, extra, verify, "dataset.xml") if xml else None
+    )
     return load_mulan(arff_path, xml_path, n_labels, label_location, drop or (), name=name)
 
 
@@ -303,12 +332,24 @@ def _check_url(url: str | None, sha256: str | None, verify: bool) -> None:
                 f"Set dataset.sha256=<hex digest of the file> (and dataset.size), or "
                 f"dataset.verify=false to download it unchecked"
             )
-        warnings.warn(f"dataset.verify=false: {url} is downloaded without a checksum; "
-                      f"nothing guarantees what it contains", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"dataset.verify=false: {url} is downloaded without a checksum; "
+            f"nothing guarantees what it contains",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
-def _locate(filename: str | Path, known: RegisteredFile | None, sha256: str | None,
-            size: int | None, url: str | None, extra_dirs: list, verify: bool, key: str) -> Path:
+def _locate(
+    filename: str | Path,
+    known: RegisteredFile | None,
+    sha256: str | None,
+    size: int | None,
+    url: str | None,
+    extra_dirs: list,
+    verify: bool,
+    key: str,
+) -> Path:
     """A verified local copy of ``filename``: found (a registered file also under its registry
     path and as .gz), else downloaded. The registry's checksums and URL apply unless the caller
     gives its own ``sha256``, ``size`` or ``url``."""
@@ -400,8 +441,9 @@ def _download(url: str, dest: Path, accepted: Iterable[tuple[str | None, int | N
             raise DatasetNotFoundError(f"could not download {url} to {dest} ({exc}). {hint}") from exc
         problem = _integrity_problem(tmp, accepted) if accepted else ""
         if problem:
-            raise ChecksumError(f"download of {url} ({key}) failed verification ({problem}); "
-                                f"nothing saved to {dest}. {hint}")
+            raise ChecksumError(
+                f"download of {url} ({key}) failed verification ({problem}); nothing saved to {dest}. {hint}"
+            )
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)  # a failed or interrupted download leaves no partial file
@@ -412,9 +454,13 @@ def _fetch(url: str, fd: int, label: str) -> None:
     """Stream ``url`` into the open file descriptor ``fd``, with a progress bar (on a terminal)."""
     with os.fdopen(fd, "wb") as out, _open_url(url) as response:
         total = response.headers.get("Content-Length")
-        with tqdm(total=int(total) if total else None, unit="B", unit_scale=True,
-                  desc=f"downloading {label}", disable=None) as bar:
+        with tqdm(
+            total=int(total) if total else None,
+            unit="B",
+            unit_scale=True,
+            desc=f"downloading {label}",
+            disable=None,
+        ) as bar:
             while chunk := response.read(1 << 20):
                 out.write(chunk)
                 bar.update(len(chunk))
-

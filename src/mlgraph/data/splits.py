@@ -52,18 +52,25 @@ class SplitDataset(MultiLabelDataset):
     info: Mapping = field(default_factory=lambda: MappingProxyType({}))
 
 
-def _check_same_attributes(train: ArffData, test: ArffData, train_path: Path, test_path: Path,
-                           identifiers: set[str]) -> None:
+def _check_same_attributes(
+    train: ArffData, test: ArffData, train_path: Path, test_path: Path, identifiers: set[str]
+) -> None:
     if len(train.attributes) != len(test.attributes):
-        raise ValueError(f"{test_path}: {len(test.attributes)} attributes, but the training file "
-                         f"{train_path} has {len(train.attributes)}")
-    for a, b in zip(train.attributes, test.attributes):
+        raise ValueError(
+            f"{test_path}: {len(test.attributes)} attributes, but the training file "
+            f"{train_path} has {len(train.attributes)}"
+        )
+    for a, b in zip(train.attributes, test.attributes, strict=True):
         if a.name != b.name:
-            raise ValueError(f"{test_path}: attribute {b.name!r} where the training file {train_path} "
-                             f"has {a.name!r}: the files do not share a feature and label space")
+            raise ValueError(
+                f"{test_path}: attribute {b.name!r} where the training file {train_path} "
+                f"has {a.name!r}: the files do not share a feature and label space"
+            )
         if a.name not in identifiers and a != b:
-            raise ValueError(f"{test_path}: attribute {b.name!r} is declared {b.kind} {b.values or ''} "
-                             f"but {a.kind} {a.values or ''} in the training file {train_path}")
+            raise ValueError(
+                f"{test_path}: attribute {b.name!r} is declared {b.kind} {b.values or ''} "
+                f"but {a.kind} {a.values or ''} in the training file {train_path}"
+            )
 
 
 def _identifier_values(parsed: ArffData, names: Iterable[str]) -> list | None:
@@ -79,7 +86,7 @@ def _identifier_values(parsed: ArffData, names: Iterable[str]) -> list | None:
         columns.append([values[int(c)] if values is not None and c == c else c for c in codes])
     if not columns:
         return None
-    return columns[0] if len(columns) == 1 else list(zip(*columns))
+    return columns[0] if len(columns) == 1 else list(zip(*columns, strict=True))
 
 
 def _stack(first, second):
@@ -88,9 +95,14 @@ def _stack(first, second):
     return np.vstack([first, second])
 
 
-def combine_split(train: MultiLabelDataset, test: MultiLabelDataset, train_path: str | Path,
-                  test_path: str | Path, identifiers: Iterable[str] = (),
-                  split_overlap: Literal["drop", "keep", "error"] = "drop") -> SplitDataset:
+def combine_split(
+    train: MultiLabelDataset,
+    test: MultiLabelDataset,
+    train_path: str | Path,
+    test_path: str | Path,
+    identifiers: Iterable[str] = (),
+    split_overlap: Literal["drop", "keep", "error"] = "drop",
+) -> SplitDataset:
     """Stack the loaded training and test parts (training rows first) after checking, on the
     files, that they share one attribute space; ``identifiers`` (the dropped attributes) find
     instances present in both files, handled as ``split_overlap`` says (module docstring)."""
@@ -104,19 +116,31 @@ def combine_split(train: MultiLabelDataset, test: MultiLabelDataset, train_path:
     shared = set(ids_train) & set(ids_test) if ids_train else set()
     listed = ", ".join(map(str, sorted(shared, key=str)[:5]))
     if shared and split_overlap == "error":
-        raise ValueError(f"{paths[1]}: {len(shared)} instance(s) also in the training file {paths[0]} "
-                         f"({listed}); dataset.split_overlap=drop removes them from training")
+        raise ValueError(
+            f"{paths[1]}: {len(shared)} instance(s) also in the training file {paths[0]} "
+            f"({listed}); dataset.split_overlap=drop removes them from training"
+        )
     keep = np.ones(train.n_samples, dtype=bool)
     if shared and split_overlap == "drop":
         keep = np.array([v not in shared for v in ids_train])
-        warnings.warn(f"{train.name}: {len(shared)} instance(s) of the published test file are also in "
-                      f"the training file ({listed}); removed from the training part "
-                      "(dataset.split_overlap=keep uses the files as published)", UserWarning, stacklevel=2)
+        warnings.warn(
+            f"{train.name}: {len(shared)} instance(s) of the published test file are also in "
+            f"the training file ({listed}); removed from the training part "
+            "(dataset.split_overlap=keep uses the files as published)",
+            UserWarning,
+            stacklevel=2,
+        )
     info = {"overlap": tuple(sorted(shared, key=str)), "n_removed_from_train": int((~keep).sum())}
     return SplitDataset(
-        **{**vars(train), "X": _stack(train.X[keep], test.X), "Y": np.vstack([train.Y[keep], test.Y]),
-           "sha256": f"{train.sha256};{test.sha256}", "source": f"{train.source};{test.source}"},
-        n_train=int(keep.sum()), info=MappingProxyType(info),
+        **{
+            **vars(train),
+            "X": _stack(train.X[keep], test.X),
+            "Y": np.vstack([train.Y[keep], test.Y]),
+            "sha256": f"{train.sha256};{test.sha256}",
+            "source": f"{train.source};{test.source}",
+        },
+        n_train=int(keep.sum()),
+        info=MappingProxyType(info),
     )
 
 
@@ -148,18 +172,24 @@ def load_fixed_split(
     if test_arff is None:
         if entry is None or "test" not in entry.roles:
             have = [n for n, e in registry().items() if "test" in e.roles]
-            raise ValueError(f"protocol=fixed: dataset {name!r} has no registered train/test split "
-                             f"(registered splits: {', '.join(have)}); for your own files set "
-                             "dataset.test_arff=... and dataset.train_arff=... (or dataset.arff=...)")
+            raise ValueError(
+                f"protocol=fixed: dataset {name!r} has no registered train/test split "
+                f"(registered splits: {', '.join(have)}); for your own files set "
+                "dataset.test_arff=... and dataset.train_arff=... (or dataset.arff=...)"
+            )
         paths = [dataset_path(name, role, data_dir, verify) for role in ("train", "test")]
     else:
         train_file = train_arff if train_arff is not None else arff
         if train_file is None:
-            raise ValueError(f"protocol=fixed: dataset {name!r} sets test_arff but no training file "
-                             "(dataset.train_arff=... or dataset.arff=...)")
+            raise ValueError(
+                f"protocol=fixed: dataset {name!r} sets test_arff but no training file "
+                "(dataset.train_arff=... or dataset.arff=...)"
+            )
         paths = [find_file(train_file, extra), find_file(test_arff, extra)]
     if drop is None:
         drop = entry.drop if entry is not None else ()
-    train, test = (load_dataset(name, str(path), xml, n_labels, label_location, drop, data_dir=data_dir,
-                                verify=verify) for path in paths)
+    train, test = (
+        load_dataset(name, str(path), xml, n_labels, label_location, drop, data_dir=data_dir, verify=verify)
+        for path in paths
+    )
     return combine_split(train, test, *paths, identifiers=drop, split_overlap=split_overlap)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import numbers
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
 
 import numpy as np
 import scipy.linalg.blas
@@ -90,10 +90,12 @@ def on_one_blas_thread(method: Callable) -> Callable:
     small products that alternate between numpy's and scipy's BLAS, which two threads slowed
     down instead of speeding up (2 cores, one trial: SSWL 2.6× and ML-RBF 1.6× on yeast, DSML
     2.1× on frequency_gender)."""
+
     @functools.wraps(method)
     def wrapper(*args, **kwargs):
         with one_blas_thread():
             return method(*args, **kwargs)
+
     return wrapper
 
 
@@ -108,7 +110,8 @@ def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     distances (:func:`_self_sqdist`, the first) go through this.
     C = A B is computed as Cᵀ = Bᵀ Aᵀ in Fortran order, which reads C- and Fortran-ordered
     operands without copies."""
-    def transposed(X: np.ndarray) -> tuple[np.ndarray, int]:                 # (Y, t): op_t(Y) = Xᵀ
+
+    def transposed(X: np.ndarray) -> tuple[np.ndarray, int]:  # (Y, t): op_t(Y) = Xᵀ
         return (X.T, 0) if X.flags.c_contiguous else (X, 1)
 
     (b, trans_b), (a, trans_a) = transposed(B), transposed(A)
@@ -203,8 +206,9 @@ def _self_sqdist(A: np.ndarray) -> np.ndarray:
     return G
 
 
-def median_sigma(X: np.ndarray, max_samples: int = 1000, random_state: int | None = 0,
-                 sqdist: np.ndarray | None = None) -> float:
+def median_sigma(
+    X: np.ndarray, max_samples: int = 1000, random_state: int | None = 0, sqdist: np.ndarray | None = None
+) -> float:
     """Default bandwidth: the median pairwise Euclidean distance between rows of X.
 
     Only distinct pairs ``i < j`` count.  When X has more than ``max_samples`` rows, a

@@ -95,7 +95,7 @@ def pair_sqdist(X: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray
     out = np.empty(rows.shape[0], dtype=np.float64)
     step = max(1, _PAIR_CHUNK_ELEMENTS // max(1, X.shape[1]))
 
-    def chunks(block: slice) -> None:                 # gathers and einsum release the GIL
+    def chunks(block: slice) -> None:  # gathers and einsum release the GIL
         for start in range(block.start, block.stop, step):
             part = slice(start, min(block.stop, start + step))
             diff = X[rows[part]] - X[cols[part]]
@@ -154,7 +154,7 @@ def knn_pairs(X: np.ndarray, k: int, sqdist: np.ndarray | None = None) -> tuple[
     """
     n = X.shape[0]
     step = max(1, _CHUNK_ELEMENTS // n)
-    found = []                                                  # (rows, cols) in any order
+    found = []  # (rows, cols) in any order
 
     def select(block: slice) -> None:
         for start in range(block.start, block.stop, step):
@@ -171,8 +171,9 @@ def knn_pairs(X: np.ndarray, k: int, sqdist: np.ndarray | None = None) -> tuple[
     return unique_pairs(n, np.concatenate([r for r, _ in found]), np.concatenate([c for _, c in found]))
 
 
-def _row_candidates(D: np.ndarray, j: int, rtol: float = 0.0
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _row_candidates(
+    D: np.ndarray, j: int, rtol: float = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The entries of each row of D at or below an upper bound of the row's j-th smallest value
     (widened by ``rtol`` as :func:`nearest_columns` widens a tie), without partitioning whole
     rows: ``(rows, cols, values)`` in row-major order, and the j smallest values of each row,
@@ -187,7 +188,7 @@ def _row_candidates(D: np.ndarray, j: int, rtol: float = 0.0
     stride = int(n // np.sqrt(2.5 * j * n))
     sample = D[:, ::stride] if stride >= 2 else D
     bound = np.partition(sample, j - 1, axis=1)[:, j - 1 : j]
-    with np.errstate(invalid="ignore"):                                 # 0 × inf: no widening
+    with np.errstate(invalid="ignore"):  # 0 × inf: no widening
         limit = np.where(np.isfinite(bound), bound + (rtol * bound + 1e-300), bound)
     rows, cols = np.divmod(np.flatnonzero(D <= limit), n)
     values = D[rows, cols]
@@ -203,8 +204,9 @@ def row_smallest(D: np.ndarray, j: int) -> np.ndarray:
     return _row_candidates(D, j)[3]
 
 
-def nearest_columns(D: np.ndarray, k: int, offset: int | None, rtol: float = 1e-9
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def nearest_columns(
+    D: np.ndarray, k: int, offset: int | None, rtol: float = 1e-9
+) -> tuple[np.ndarray, np.ndarray]:
     """The k smallest entries of each row of a block of squared distances.
 
     Row i of the block is point ``offset + i``, which is excluded (its entry is set to inf
@@ -233,8 +235,8 @@ def nearest_columns(D: np.ndarray, k: int, offset: int | None, rtol: float = 1e-
     over = np.bincount(rows[within], minlength=m) > k  # more ties than places left
     if over.any():
         tied = within & ~less
-        rank = np.cumsum(tied)                          # rank of a tie within its row:
-        first = np.searchsorted(rows, np.arange(m))     # candidates are row-major
+        rank = np.cumsum(tied)  # rank of a tie within its row:
+        first = np.searchsorted(rows, np.arange(m))  # candidates are row-major
         rank -= (rank - tied)[first][rows]
         within = less | (tied & ((rank <= (k - n_less)[rows]) | ~over[rows]))
     return rows[within], cols[within]

@@ -23,7 +23,28 @@ from mlgraph.methods.transformation import (
 )
 from mlgraph.methods.weak_label import SSWL
 
-__all__ = ["BPMLL", "RankSVM", "DSML", "CoOccurrenceDecomposition", "DualSetFromMultiLabel", "IndependentDecomposition",
-           "LabelStacking", "MLRBF", "RBFNetwork", "BinaryRelevance", "CalibratedLabelRanking", "EnsembleClassifierChains", "RAkEL",
-           "ML2", "MLFSKSC", "MLGFHF", "MLLGC", "MLMR", "MLMRRW", "MLkNN", "SSWL",
-           "MultiLabelClassifierMixin", "labelled_scorer"]
+__all__ = [
+    "BPMLL",
+    "RankSVM",
+    "DSML",
+    "CoOccurrenceDecomposition",
+    "DualSetFromMultiLabel",
+    "IndependentDecomposition",
+    "LabelStacking",
+    "MLRBF",
+    "RBFNetwork",
+    "BinaryRelevance",
+    "CalibratedLabelRanking",
+    "EnsembleClassifierChains",
+    "RAkEL",
+    "ML2",
+    "MLFSKSC",
+    "MLGFHF",
+    "MLLGC",
+    "MLMR",
+    "MLMRRW",
+    "MLkNN",
+    "SSWL",
+    "MultiLabelClassifierMixin",
+    "labelled_scorer",
+]

@@ -74,7 +74,7 @@ class MultiLabelClassifierMixin(ClassifierMixin):
         tags.target_tags.single_output = False  # y is the n × q label matrix, never 1-D
         tags.classifier_tags.multi_label = True
         tags.classifier_tags.multi_class = False  # each output is binary 0/1
-        tags.input_tags.sparse = True              # CSR is accepted (densified where needed)
+        tags.input_tags.sparse = True  # CSR is accepted (densified where needed)
         return tags
 
 
@@ -165,8 +165,9 @@ def fitted_features(est: BaseEstimator, X, reset: bool, densify: bool = True):
 def fitted_data(est: BaseEstimator, X, Y, densify: bool = True) -> tuple:
     """(X, Y) in ``fit``: X as :func:`fitted_features` with ``reset``, Y an array of any shape
     (the caller checks it); a missing Y gets scikit-learn's "requires y to be passed" error."""
-    X, Y = validate_data(est, X, Y, reset=True,
-                         validate_separately=(_X_CHECKS, {"dtype": None, "ensure_2d": False}))
+    X, Y = validate_data(
+        est, X, Y, reset=True, validate_separately=(_X_CHECKS, {"dtype": None, "ensure_2d": False})
+    )
     return (dense(X) if densify else X), Y
 
 
@@ -183,8 +184,10 @@ def split_labelled(Y) -> tuple[np.ndarray, np.ndarray]:
     Y = check_array(Y, dtype=None, ensure_2d=False, input_name="Y")  # validate before casting
     check_classification_targets(Y)  # "Unknown label type" for continuous values
     if Y.ndim != 2:
-        raise ValueError(f"Y must be the n × q label matrix (one 0/1 column per label), got a {Y.ndim}-D "
-                         f"array; a single label is Y.reshape(-1, 1)")
+        raise ValueError(
+            f"Y must be the n × q label matrix (one 0/1 column per label), got a {Y.ndim}-D "
+            f"array; a single label is Y.reshape(-1, 1)"
+        )
     unlabelled = (Y == -1).all(axis=1)
     if not np.isin(Y[~unlabelled], (0, 1)).all():
         raise ValueError("Y must hold 0/1 on labelled rows and −1 on every entry of unlabelled rows")
@@ -212,5 +215,11 @@ def cached_graph(memory, X: np.ndarray, **params):
     a Hydra sweep. A precomputed ``sqdist`` is a function of ``X`` and is left out of the key.
     """
     sqdist = params.pop("sqdist", None)
-    return cached(memory, "graphs", lambda: {"W": build_graph(X, sqdist=sqdist, **params)},
-                  inputs={"X": X}, params=params, module="mlgraph.graphs")["W"]
+    return cached(
+        memory,
+        "graphs",
+        lambda: {"W": build_graph(X, sqdist=sqdist, **params)},
+        inputs={"X": X},
+        params=params,
+        module="mlgraph.graphs",
+    )["W"]

@@ -126,8 +126,10 @@ class DualSetEstimator(ClassifierMixin, BaseEstimator):
         X, Y = fitted_data(self, X, Y)
         Y = check_array(Y, dtype=None, ensure_2d=True, input_name="Y")
         if Y.shape != (X.shape[0], 2):
-            raise ValueError(f"Y must have shape (n_samples, 2) = ({X.shape[0]}, 2): column 0 holds the "
-                             f"set-a labels, column 1 the set-b labels; got {Y.shape}")
+            raise ValueError(
+                f"Y must have shape (n_samples, 2) = ({X.shape[0]}, 2): column 0 holds the "
+                f"set-a labels, column 1 the set-b labels; got {Y.shape}"
+            )
         self.classes_ = []
         codes = []
         for j, name in enumerate("ab"):
@@ -164,7 +166,7 @@ class DualSetEstimator(ClassifierMixin, BaseEstimator):
         tags.target_tags.required = True
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = False  # Y is n × 2, one column per label set
-        tags.input_tags.sparse = True              # CSR is accepted (densified)
+        tags.input_tags.sparse = True  # CSR is accepted (densified)
         return tags
 
 
@@ -206,8 +208,10 @@ class DSML(DualSetEstimator):
 
     _rules = {
         "T": (positive_int, "a positive int"),
-        "B": (lambda v: isinstance(v, Real) and not isinstance(v, bool) and np.isfinite(v) and v >= 1,
-              "a number >= 1"),
+        "B": (
+            lambda v: isinstance(v, Real) and not isinstance(v, bool) and np.isfinite(v) and v >= 1,
+            "a number >= 1",
+        ),
         "model_reuse": (_is_bool, "True or False"),
         "distribution_adjusting": (_is_bool, "True or False"),
         "learning_rate": (lambda v: v == "1/L" or positive(v), '"1/L" or a positive number'),
@@ -216,8 +220,19 @@ class DSML(DualSetEstimator):
         "raw_set": (lambda v: v in ("auto", "a", "b"), '"auto", "a" or "b"'),
     }
 
-    def __init__(self, T=10, B=1.05, model_reuse=True, distribution_adjusting=True, base_learner=None,
-                 learning_rate="1/L", resample=True, reuse="onehot", raw_set="auto", random_state=0):
+    def __init__(
+        self,
+        T=10,
+        B=1.05,
+        model_reuse=True,
+        distribution_adjusting=True,
+        base_learner=None,
+        learning_rate="1/L",
+        resample=True,
+        reuse="onehot",
+        raw_set="auto",
+        random_state=0,
+    ):
         self.T = T
         self.B = B
         self.model_reuse = model_reuse
@@ -269,14 +284,17 @@ class DSML(DualSetEstimator):
         (rows_o, w_o), (rows_r, w_r) = samples[o], samples[r]
         X_o, X_r = X[rows_o], X[rows_r]
         if not self.model_reuse:
-            return {"raw": None, "ab"[o]: self._fit_base(X_o, codes[o][rows_o], w_o),
-                    "ab"[r]: self._fit_base(X_r, codes[r][rows_r], w_r)}
-        raw = self._fit_base(X_r, codes[r][rows_r], w_r)                           # Eq. 1
+            return {
+                "raw": None,
+                "ab"[o]: self._fit_base(X_o, codes[o][rows_o], w_o),
+                "ab"[r]: self._fit_base(X_r, codes[r][rows_r], w_r),
+            }
+        raw = self._fit_base(X_r, codes[r][rows_r], w_r)  # Eq. 1
         _, y_raw_o = self._pseudo(raw, X_o, L[r])
-        h_o = self._fit_base(np.hstack([X_o, y_raw_o]), codes[o][rows_o], w_o)      # Eq. 2
+        h_o = self._fit_base(np.hstack([X_o, y_raw_o]), codes[o][rows_o], w_o)  # Eq. 2
         _, y_raw_r = self._pseudo(raw, X_r, L[r])
         _, y_o_r = self._pseudo(h_o, np.hstack([X_r, y_raw_r]), L[o])
-        h_r = self._fit_base(np.hstack([X_r, y_o_r]), codes[r][rows_r], w_r)        # Eq. 3
+        h_r = self._fit_base(np.hstack([X_r, y_o_r]), codes[r][rows_r], w_r)  # Eq. 3
         return {"raw": raw, "ab"[o]: h_o, "ab"[r]: h_r}
 
     # -- Algorithm 1 ----------------------------------------------------------
@@ -285,42 +303,47 @@ class DSML(DualSetEstimator):
         check_params(self, self._rules)
         X, codes = self._validate_fit(X, Y)
         if not self.resample and not has_fit_parameter(self._default_base(), "sample_weight"):
-            raise ValueError(f"resample=False needs a base learner whose fit takes sample_weight; "
-                             f"{type(self._default_base()).__name__} does not")
+            raise ValueError(
+                f"resample=False needs a base learner whose fit takes sample_weight; "
+                f"{type(self._default_base()).__name__} does not"
+            )
         self.raw_set_ = _fewer_first(self.n_classes_, self.raw_set)
         rng = np.random.default_rng(self.random_state)
         m = X.shape[0]
         L = np.asarray(self.n_classes_, dtype=np.float64)
         rate = 1.0 / L if self.learning_rate == "1/L" else np.full(2, float(self.learning_rate))
         B = float(self.B) if self.distribution_adjusting else 1.0
-        w = np.full((2, m), 1.0 / m)                                                    # line 1
+        w = np.full((2, m), 1.0 / m)  # line 1
         history, self.estimators_, alphas, errors = [w.copy()], [], [], []
         self.stopped_early_ = False
         for t in range(self.T):
-            if self.resample:                                                            # lines 3–4
+            if self.resample:  # lines 3–4
                 samples = [(rng.choice(m, size=m, p=w[j]), None) for j in (0, 1)]
             else:
                 samples = [(np.arange(m), w[j]) for j in (0, 1)]
-            models = self._fit_round(X, codes, samples)                                  # line 5
-            wrong = np.array([p != c for p, c in zip(self._round_predict(models, X), codes)])
-            eps = (w * wrong).sum(axis=1)                                                # Eq. 4–5
-            if (eps > (L - 1) / L).any():                                                # line 7
+            models = self._fit_round(X, codes, samples)  # line 5
+            wrong = np.array([p != c for p, c in zip(self._round_predict(models, X), codes, strict=True)])
+            eps = (w * wrong).sum(axis=1)  # Eq. 4–5
+            if (eps > (L - 1) / L).any():  # line 7
                 self.stopped_early_ = True
                 if t > 0:
                     break
-                warnings.warn(f"DSML: the first round is worse than chance (errors {eps.round(4)}); "
-                              f"it is kept alone with weight 1", stacklevel=2)
+                warnings.warn(
+                    f"DSML: the first round is worse than chance (errors {eps.round(4)}); "
+                    f"it is kept alone with weight 1",
+                    stacklevel=2,
+                )
                 alpha = np.ones(2)
             else:
                 e = np.clip(eps, _EPS_FLOOR, None)
-                alpha = rate * (np.log((1 - e) / e) + np.log(L - 1))                     # Eq. 6–7
+                alpha = rate * (np.log((1 - e) / e) + np.log(L - 1))  # Eq. 6–7
             self.estimators_.append(models)
             alphas.append(alpha)
             errors.append(eps)
             if self.stopped_early_:
                 break
-            w = w * np.exp(alpha[:, None] * wrong) * B ** wrong[::-1]                    # Eq. 8–9
-            w /= w.sum(axis=1, keepdims=True)                                            # line 12
+            w = w * np.exp(alpha[:, None] * wrong) * B ** wrong[::-1]  # Eq. 8–9
+            w /= w.sum(axis=1, keepdims=True)  # line 12
             history.append(w.copy())
         self.alphas_ = np.array(alphas)
         self.errors_ = np.array(errors)
@@ -332,14 +355,13 @@ class DSML(DualSetEstimator):
     def _staged_votes(self, X: np.ndarray) -> Iterator[list[np.ndarray]]:
         votes = [np.zeros((X.shape[0], k)) for k in self.n_classes_]
         rows = np.arange(X.shape[0])
-        for models, alpha in zip(self.estimators_, self.alphas_):
+        for models, alpha in zip(self.estimators_, self.alphas_, strict=True):
             for j, pred in enumerate(self._round_predict(models, X)):
-                votes[j][rows, pred] += alpha[j]                                          # Eq. 10–11
+                votes[j][rows, pred] += alpha[j]  # Eq. 10–11
             yield votes
 
     def _predict_codes(self, X):
-        for votes in self._staged_votes(X):
-            pass
+        *_, votes = self._staged_votes(X)  # the votes after the last round
         return votes[0].argmax(axis=1), votes[1].argmax(axis=1)
 
     def staged_predict(self, X) -> Iterator[np.ndarray]:
@@ -353,8 +375,7 @@ class DSML(DualSetEstimator):
         """(V^a, V^b): the α-weighted votes of Eq. 10/11 divided by Σ_t α_t, n × L_a and n × L_b."""
         check_is_fitted(self, "estimators_")
         X = fitted_features(self, X, reset=False)
-        for votes in self._staged_votes(X):
-            pass
+        *_, votes = self._staged_votes(X)
         return votes[0] / self.alphas_[:, 0].sum(), votes[1] / self.alphas_[:, 1].sum()
 
 
@@ -404,7 +425,10 @@ class LabelStacking(DualSetEstimator):
 
     _rules = {
         "first": (lambda v: v in ("auto", "a", "b"), '"auto", "a" or "b"'),
-        "cv": (lambda v: not isinstance(v, int) or (not isinstance(v, bool) and v >= 2), "an int >= 2 or a splitter"),
+        "cv": (
+            lambda v: not isinstance(v, int) or (not isinstance(v, bool) and v >= 2),
+            "an int >= 2 or a splitter",
+        ),
     }
 
     def __init__(self, base_learner=None, first="auto", cv=5):
@@ -427,7 +451,8 @@ class LabelStacking(DualSetEstimator):
         f = self.first_
         pred_f = np.asarray(self.estimators_[0].predict(X), dtype=np.int64)
         pred_s = np.asarray(
-            self.estimators_[1].predict(np.hstack([X, _one_hot(pred_f, self.n_classes_[f])])), dtype=np.int64)
+            self.estimators_[1].predict(np.hstack([X, _one_hot(pred_f, self.n_classes_[f])])), dtype=np.int64
+        )
         return (pred_f, pred_s) if f == 0 else (pred_s, pred_f)
 
 
@@ -443,7 +468,9 @@ class DualSetFromMultiLabel(DualSetEstimator):
 
     def fit(self, X, Y):
         X, codes = self._validate_fit(X, Y)
-        Y_ml = np.hstack([_one_hot(c, k) for c, k in zip(codes, self.n_classes_)]).astype(np.int8)
+        Y_ml = np.hstack([_one_hot(c, k) for c, k in zip(codes, self.n_classes_, strict=True)]).astype(
+            np.int8
+        )
         self.estimator_ = clone(MLRBF() if self.estimator is None else self.estimator).fit(X, Y_ml)
         return self
 
@@ -455,8 +482,10 @@ class DualSetFromMultiLabel(DualSetEstimator):
         S = est.decision_function(X) if hasattr(est, "decision_function") else est.predict_proba(X)
         S = np.asarray(S.toarray() if hasattr(S, "toarray") else S, dtype=np.float64)
         if S.shape != (X.shape[0], sum(self.n_classes_)):
-            raise ValueError(f"{type(est).__name__} returned scores of shape {S.shape}, expected "
-                             f"({X.shape[0]}, {sum(self.n_classes_)})")
+            raise ValueError(
+                f"{type(est).__name__} returned scores of shape {S.shape}, expected "
+                f"({X.shape[0]}, {sum(self.n_classes_)})"
+            )
         return S
 
     def _predict_codes(self, X):

@@ -136,12 +136,12 @@ runs); LLE works in bounded blocks and L-BFGS-B in sparse matrix–vector produc
 103, 14 labels, one BLAS thread, shared 2-core machine): fit 0.9–2.2 s (19–44 IRWLS
 iterations), tracemalloc peak 43 MiB for fit + predict. On a bibtex half (3,697 × 1,836, 159
 labels; AMD EPYC, one BLAS thread): fit + predict 54–58 s (LLE 1.7 s, QPs 26 s, 42 IRWLS
-iterations 27 s) against 153–164 s for the code from before issue 15 (``make bench
-ARGS="--only ml2_before_issue15"``); with two BLAS threads (one trial in the runner) 30–31 s,
+iterations 27 s) against 153–164 s for the code of commit cbb9823 (``make bench
+ARGS="--only ml2_before_speedup"``); with two BLAS threads (one trial in the runner) 30–31 s,
 the labels' QPs in two worker processes. On a tmc2007-500 half (14,298 × 500, 22 labels, two
 BLAS threads): fit + predict 141 s (QPs 68 s in two worker processes, 12 IRWLS iterations 64 s
-with one Cholesky factorisation; 3.2 GiB traced peak), against 20.5 min for the code from
-before issue 15 on one thread. There, two contending OpenBLAS threads had slowed the small
+with one Cholesky factorisation; 3.2 GiB traced peak), against 20.5 min for the code of
+commit cbb9823 on one thread. There, two contending OpenBLAS threads had slowed the small
 solves of L-BFGS-B and the CG polish (three labels' QPs: 316 s against 26 s on one thread),
 and reusing the IRWLS factor took 12 iterations from 225 s to 92 s (β equal to 6e-14). The dense QP path
 and IRWLS use the caller's BLAS threads.
@@ -185,21 +185,23 @@ __all__ = ["ML2", "SignMSVR", "label_manifold", "lle_weights", "sign_msvr", "sig
 KERNELS = ("rbf", "linear")
 QP_SOLVERS = ("active-set", "lbfgsb")
 
-_BLOCK = 1 << 22         # float64 elements per temporary block (32 MiB)
-_DENSE_QP_LIMIT = 6000   # dense M (exact active-set solver) up to this many points, sparse CG above
-_CG_MAXITER = 5000       # sparse polish: CG products before falling back to a sparse LU
-_MAX_HALVINGS = 40       # line search: smallest step 2**-40
-_CG_RTOL = 1e-14         # IRWLS solves by CG on an earlier factor: relative residual per column
-_CG_MIN_STEPS = 4        # ... tried only when a Cholesky costs at least this many CG steps
-_KKT_TOL = 1e-8          # relative KKT violation below which a QP solution is accepted as exact
-_KKT_EXACT = 1e-13       # ... at which the active-set iterations stop without waiting for a fixed set
-_KKT_WARN = 1e-6         # ... above which label_manifold warns
-_REFINE_TOL = 1e-14      # free-block solves through the inverse: residual / (scale·max|μ|) ...
-_REFINE_STEPS = 5        # ... reached by at most this many refinement steps
-_ROUGH_CHANGES = 0.02    # cold-started active-set iterations in float32 while more points change than this share,
-_ROUGH_ITER = 10         # ... for at most this many iterations,
-_ROUGH_MIN = 1000        # ... from this many points (smaller factors gain little from single precision)
-_SPLIT_WORK = 1 << 18    # dense M: points × labels from which spare threads become worker processes
+_BLOCK = 1 << 22  # float64 elements per temporary block (32 MiB)
+_DENSE_QP_LIMIT = 6000  # dense M (exact active-set solver) up to this many points, sparse CG above
+_CG_MAXITER = 5000  # sparse polish: CG products before falling back to a sparse LU
+_MAX_HALVINGS = 40  # line search: smallest step 2**-40
+_CG_RTOL = 1e-14  # IRWLS solves by CG on an earlier factor: relative residual per column
+_CG_MIN_STEPS = 4  # ... tried only when a Cholesky costs at least this many CG steps
+_KKT_TOL = 1e-8  # relative KKT violation below which a QP solution is accepted as exact
+_KKT_EXACT = 1e-13  # ... at which the active-set iterations stop without waiting for a fixed set
+_KKT_WARN = 1e-6  # ... above which label_manifold warns
+_REFINE_TOL = 1e-14  # free-block solves through the inverse: residual / (scale·max|μ|) ...
+_REFINE_STEPS = 5  # ... reached by at most this many refinement steps
+_ROUGH_CHANGES = (
+    0.02  # cold-started active-set iterations in float32 while more points change than this share,
+)
+_ROUGH_ITER = 10  # ... for at most this many iterations,
+_ROUGH_MIN = 1000  # ... from this many points (smaller factors gain little from single precision)
+_SPLIT_WORK = 1 << 18  # dense M: points × labels from which spare threads become worker processes
 _LBFGSB_OPTIONS = {"maxiter": 1000, "maxcor": 20, "ftol": 1e-15, "gtol": 1e-10}
 
 
@@ -231,7 +233,7 @@ def lle_weights(X, n_neighbors: int, reg: float = 1e-3, sqdist: np.ndarray | Non
     for start in range(0, n, step):
         stop = min(n, start + step)
         D = sqdist[start:stop] if sqdist is not None else squared_distances(X[start:stop], X)
-        _, cols = nearest_columns(D, k, start)   # row-major: exactly k columns per row
+        _, cols = nearest_columns(D, k, start)  # row-major: exactly k columns per row
         neighbours[start:stop] = cols.reshape(stop - start, k)
 
     weights = np.empty((n, k))
@@ -239,12 +241,12 @@ def lle_weights(X, n_neighbors: int, reg: float = 1e-3, sqdist: np.ndarray | Non
 
     def block(rows: slice) -> None:
         nb = neighbours[rows]
-        if sqdist is not None:                                   # G_jk = ½(D_ij + D_ik − D_jk): no d-loop
+        if sqdist is not None:  # G_jk = ½(D_ij + D_ik − D_jk): no d-loop
             d_i = np.take_along_axis(sqdist[rows], nb, axis=1)
             G = 0.5 * (d_i[:, :, None] + d_i[:, None, :] - sqdist[nb[:, :, None], nb[:, None, :]])
         else:
-            Z = X[nb] - X[rows, None, :]                         # (b, k, d)
-            G = Z @ Z.transpose(0, 2, 1)                         # (b, k, k) local Gram matrices
+            Z = X[nb] - X[rows, None, :]  # (b, k, d)
+            G = Z @ Z.transpose(0, 2, 1)  # (b, k, k) local Gram matrices
         trace = np.trace(G, axis1=1, axis2=2)
         G[:, diag, diag] += np.where(trace > 0, reg * trace, reg)[:, None]
         w = np.linalg.solve(G, np.ones((G.shape[0], k, 1)))[..., 0]
@@ -294,9 +296,13 @@ def _kkt_violation(M: sp.csr_matrix, y: np.ndarray, lam: float, mu: np.ndarray, 
     norm = 2.0 * float(abs(M).sum(axis=1).max()) if norm is None else norm
     scale = norm * np.maximum(np.abs(mu).max(axis=0), lam)
     at_bound = z <= 1e-12 * max(1.0, lam)
-    return np.maximum.reduce([np.maximum(-z, 0.0).max(axis=0) / lam,
-                              np.where(at_bound, 0.0, np.abs(g)).max(axis=0) / scale,
-                              np.where(at_bound, np.maximum(-(y * g), 0.0), 0.0).max(axis=0) / scale])
+    return np.maximum.reduce(
+        [
+            np.maximum(-z, 0.0).max(axis=0) / lam,
+            np.where(at_bound, 0.0, np.abs(g)).max(axis=0) / scale,
+            np.where(at_bound, np.maximum(-(y * g), 0.0), 0.0).max(axis=0) / scale,
+        ]
+    )
 
 
 def _solve_free_sparse(AfT: sp.csr_matrix, rhs: np.ndarray, x0: np.ndarray, atol: float) -> np.ndarray:
@@ -310,16 +316,21 @@ def _solve_free_sparse(AfT: sp.csr_matrix, rhs: np.ndarray, x0: np.ndarray, atol
     free coordinates, so ``atol`` below the KKT tolerance keeps the KKT test exact; the LU's
     fill-in made a 14,298-point tmc2007 half take minutes per factorisation."""
     Af = AfT.T
-    Mff = scipy.sparse.linalg.LinearOperator((len(rhs), len(rhs)), matvec=lambda v: AfT @ (Af @ v), dtype=float)
+    Mff = scipy.sparse.linalg.LinearOperator(
+        (len(rhs), len(rhs)), matvec=lambda v: AfT @ (Af @ v), dtype=float
+    )
     jacobi = sp.diags(1.0 / np.asarray(Af.multiply(Af).sum(axis=0)).ravel())
-    x, info = scipy.sparse.linalg.cg(Mff, rhs, x0=x0, rtol=0.0, atol=1e-4 * atol, maxiter=_CG_MAXITER, M=jacobi)
+    x, info = scipy.sparse.linalg.cg(
+        Mff, rhs, x0=x0, rtol=0.0, atol=1e-4 * atol, maxiter=_CG_MAXITER, M=jacobi
+    )
     if info == 0 or np.linalg.norm(Mff @ x - rhs) <= atol:
         return x
     return scipy.sparse.linalg.splu((AfT @ Af).tocsc()).solve(rhs)
 
 
-def _pdas(qp: "_QP", y: np.ndarray, mu: np.ndarray, max_iter: int = 50,
-          cold: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def _pdas(
+    qp: _QP, y: np.ndarray, mu: np.ndarray, max_iter: int = 50, cold: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Primal–dual active-set iterations for min μᵀMμ s.t. y∘μ ≥ λ, all columns (labels) of the
     n × J arrays ``y`` and ``mu`` (the start) at once.
 
@@ -349,7 +360,7 @@ def _pdas(qp: "_QP", y: np.ndarray, mu: np.ndarray, max_iter: int = 50,
     active = y * (2.0 * (M @ mu)) - (y * mu - lam) > 0
     seen = [set() for _ in range(q)]
     rough = np.full(q, cold and qp.dense and n >= _ROUGH_MIN)
-    todo = np.flatnonzero(active.any(axis=0))                 # no active bound: M_FF = M is singular
+    todo = np.flatnonzero(active.any(axis=0))  # no active bound: M_FF = M is singular
     for it in range(1, max_iter + 1):
         if not len(todo):
             break
@@ -359,7 +370,7 @@ def _pdas(qp: "_QP", y: np.ndarray, mu: np.ndarray, max_iter: int = 50,
         rhs = np.where(act, 0.0, -(M @ np.where(act, m, 0.0)))
         x, good = qp.solve_free(~act, rhs, mu[:, todo], rough[todo])
         m = np.where(act, m, x)
-        mu[:, todo] = m                                          # the next sparse solve starts here
+        mu[:, todo] = m  # the next sparse solve starts here
         projected = np.where(yt > 0, np.maximum(m, lam), np.minimum(m, -lam))
         kkt = _kkt_violation(M, yt, lam, projected, qp.scale)
         nu = np.where(act, yt * (2.0 * (M @ m)), 0.0)
@@ -367,9 +378,13 @@ def _pdas(qp: "_QP", y: np.ndarray, mu: np.ndarray, max_iter: int = 50,
         new_active = nu - z > 0
         keep = []
         for k, j in enumerate(todo):
-            if rough[j]:                                         # see the docstring
-                settled = (not good[k] or new_active[:, k].tobytes() in seen[j] or it == _ROUGH_ITER
-                           or (new_active[:, k] != act[:, k]).sum() <= _ROUGH_CHANGES * n)
+            if rough[j]:  # see the docstring
+                settled = (
+                    not good[k]
+                    or new_active[:, k].tobytes() in seen[j]
+                    or it == _ROUGH_ITER
+                    or (new_active[:, k] != act[:, k]).sum() <= _ROUGH_CHANGES * n
+                )
                 if good[k]:
                     seen[j].add(act[:, k].tobytes())
                     active[:, j] = new_active[:, k]
@@ -405,9 +420,9 @@ class _QP:
         self.dense = n <= _DENSE_QP_LIMIT if dense is None else dense
         self.Md = self.M.toarray() if self.dense else None
         self._Ad = None
-        self._P = None               # (M + c 11ᵀ)⁻¹ and c (False: singular), on demand
+        self._P = None  # (M + c 11ᵀ)⁻¹ and c (False: singular), on demand
         self._single = {}
-        self.scale = 2.0 * float(abs(self.M).sum(axis=1).max())     # of the KKT test, per unit of μ
+        self.scale = 2.0 * float(abs(self.M).sum(axis=1).max())  # of the KKT test, per unit of μ
 
     def value_and_gradient(self, m: np.ndarray) -> tuple[float, np.ndarray]:
         v = self.A @ m
@@ -426,16 +441,17 @@ class _QP:
                 self._P = False
                 return None
             P, info = scipy.linalg.lapack.dpotri(factor, lower=1, overwrite_c=1)
-            P = P.T                                              # C order, P in its upper triangle
-            for start in range(0, n, 256):                       # mirrored by blocks (cache-sized transposes)
+            P = P.T  # C order, P in its upper triangle
+            for start in range(0, n, 256):  # mirrored by blocks (cache-sized transposes)
                 rows = slice(start, start + 256)
                 P[rows, :start] = P[:start, rows].T
                 P[rows, rows] = np.triu(P[rows, rows]) + np.triu(P[rows, rows], 1).T
             self._P = (P, c) if info == 0 else False
         return self._P or None
 
-    def solve_free(self, free: np.ndarray, rhs: np.ndarray, x0: np.ndarray,
-                   rough: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def solve_free(
+        self, free: np.ndarray, rhs: np.ndarray, x0: np.ndarray, rough: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``M_FF x_F = rhs_F`` for every column of the n × J masks and right-hand sides (x is 0
         on the active rows); returns (x, a per-column flag: solved and finite).
 
@@ -461,20 +477,26 @@ class _QP:
                 if self.dense:
                     Md = self.single("Md") if rough[k] else self.Md
                     factor = _cho_factor_in_place(Md[np.ix_(f, f)])
-                    x[f, k] = scipy.linalg.cho_solve(factor, rhs[f, k].astype(Md.dtype, copy=False), check_finite=False)
+                    x[f, k] = scipy.linalg.cho_solve(
+                        factor, rhs[f, k].astype(Md.dtype, copy=False), check_finite=False
+                    )
                 else:
                     atol = 0.1 * _KKT_TOL * self.scale * max(float(np.abs(x0[:, k]).max()), self.lam)
                     x[f, k] = _solve_free_sparse(self.At[f], rhs[f, k], x0[f, k], atol)
             except (np.linalg.LinAlgError, RuntimeError):
                 good[k] = False
-        cols, block, size = np.concatenate([np.flatnonzero(schur & rough), np.flatnonzero(schur & ~rough)]), [], 0
-        for i, k in enumerate(cols):                             # blocks of labels: P_AA factors ≤ 128 MiB
+        cols, block, size = (
+            np.concatenate([np.flatnonzero(schur & rough), np.flatnonzero(schur & ~rough)]),
+            [],
+            0,
+        )
+        for i, k in enumerate(cols):  # blocks of labels: P_AA factors ≤ 128 MiB
             block.append(k)
             size += n_active[k] ** 2
             if k == cols[-1] or rough[cols[i + 1]] != rough[k] or len(block) == 64 or size > 4 * _BLOCK:
                 try:
                     x[:, block] = self._solve_free_schur(free[:, block], rhs[:, block], rough[k])
-                except np.linalg.LinAlgError:                    # P_AA not numerically positive definite
+                except np.linalg.LinAlgError:  # P_AA not numerically positive definite
                     good[block] = False
                 block, size = [], 0
         good &= np.isfinite(x).all(axis=0)
@@ -495,20 +517,20 @@ class _QP:
         actives = [np.flatnonzero(~free[:, k]) for k in range(J)]
         factors = [_cho_factor_in_place(P[np.ix_(a, a)]) for a in actives]
 
-        def h_solve(B):                                          # H_FF⁻¹ B, B's column k for label k mod J
+        def h_solve(B):  # H_FF⁻¹ B, B's column k for label k mod J
             V = matmul(P, B.astype(P.dtype, copy=False))
-            Z = np.zeros_like(V)                                 # P_AA⁻¹ V_A per label, then P_•A by one product
-            for k, (a, factor) in enumerate(zip(actives, factors)):
+            Z = np.zeros_like(V)  # P_AA⁻¹ V_A per label, then P_•A by one product
+            for k, (a, factor) in enumerate(zip(actives, factors, strict=True)):
                 cols = slice(k, None, J)
                 Z[a, cols] = scipy.linalg.cho_solve(factor, V[a, cols], check_finite=False)
             V -= matmul(P, Z)
             return np.where(np.tile(free, B.shape[1] // J), V, 0.0)
 
-        V = h_solve(np.hstack([rhs, free.astype(float)]))       # H_FF⁻¹ [rhs, 1_F]
+        V = h_solve(np.hstack([rhs, free.astype(float)]))  # H_FF⁻¹ [rhs, 1_F]
         ones = V[:, J:]
         gain = c / (1.0 - c * ones.sum(axis=0))
 
-        def m_solve(R):                                          # M_FF⁻¹ R, Sherman–Morrison
+        def m_solve(R):  # M_FF⁻¹ R, Sherman–Morrison
             V = h_solve(R)
             return V + ones * (gain * V.sum(axis=0))
 
@@ -517,13 +539,13 @@ class _QP:
             return x
         atol = _REFINE_TOL * self.scale * np.maximum(np.abs(x).max(axis=0), self.lam)
         res = np.where(free, rhs - self.M @ x, 0.0)
-        for _ in range(_REFINE_STEPS):                           # all labels of the block: one product
+        for _ in range(_REFINE_STEPS):  # all labels of the block: one product
             size = np.abs(res).max(axis=0)
             if (size <= atol).all():
                 break
             x += m_solve(res)
             res = np.where(free, rhs - self.M @ x, 0.0)
-            if (np.abs(res).max(axis=0) >= size).all():         # rounding level reached
+            if (np.abs(res).max(axis=0) >= size).all():  # rounding level reached
                 break
         return x
 
@@ -531,17 +553,25 @@ class _QP:
         """min μᵀMμ subject to y∘μ ≥ λ for one label by the previous path (the reference, and
         the fallback of :func:`label_manifold`): L-BFGS-B, the active-set polish, and NNLS."""
         lam = self.lam
-        if (y > 0).all() or (y < 0).all():                      # (I − W)1 = 0: μ = λy is optimal
+        if (y > 0).all() or (y < 0).all():  # (I − W)1 = 0: μ = λy is optimal
             return lam * y, {"solver": "constant", "objective": 0.0, "kkt": 0.0}
         pos = y > 0
         lower, upper = np.where(pos, lam, -np.inf), np.where(pos, np.inf, -lam)
-        res = minimize(self.value_and_gradient, lam * y, jac=True, method="L-BFGS-B",
-                       bounds=Bounds(lower, upper), options=_LBFGSB_OPTIONS)
+        res = minimize(
+            self.value_and_gradient,
+            lam * y,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=Bounds(lower, upper),
+            options=_LBFGSB_OPTIONS,
+        )
         candidates = {"L-BFGS-B": np.clip(res.x, lower, upper)}
         polished = _pdas(self, y[:, None], candidates["L-BFGS-B"][:, None].copy())[0][:, 0]
         if np.isfinite(polished).all():
             candidates["L-BFGS-B+active-set"] = polished
-        if self.dense and not (np.isfinite(polished).all() and _kkt_violation(self.M, y, lam, polished, self.scale) <= _KKT_TOL):
+        if self.dense and not (
+            np.isfinite(polished).all() and _kkt_violation(self.M, y, lam, polished, self.scale) <= _KKT_TOL
+        ):
             # Ill-conditioned label: exact active-set NNLS in z = y∘μ − λ ≥ 0 (Lawson–Hanson),
             # min ‖A diag(y) z + λ A y‖², then the active-set polish from its solution.
             if self._Ad is None:
@@ -557,17 +587,19 @@ class _QP:
 
     def result(self, y: np.ndarray, candidates: dict) -> dict:
         """Info on the candidate kept: KKT violation ≤ 1e-8 first, then the lowest objective."""
-        scored = {name: (self.value_and_gradient(m)[0], float(_kkt_violation(self.M, y, self.lam, m, self.scale)))
-                  for name, m in candidates.items()}
+        scored = {
+            name: (self.value_and_gradient(m)[0], float(_kkt_violation(self.M, y, self.lam, m, self.scale)))
+            for name, m in candidates.items()
+        }
         best = min(scored, key=lambda name: (scored[name][1] > _KKT_TOL, scored[name][0]))
         return {"solver": best, "objective": scored[best][0], "kkt": scored[best][1]}
 
 
-_WORKER_QP: "_QP | None" = None     # in a worker process of _in_workers: the QPs it solves
-_FORK = sys.platform.startswith("linux")   # elsewhere fork is unsafe (macOS) or missing (Windows)
+_WORKER_QP: _QP | None = None  # in a worker process of _in_workers: the QPs it solves
+_FORK = sys.platform.startswith("linux")  # elsewhere fork is unsafe (macOS) or missing (Windows)
 
 
-def _adopt(qp: "_QP") -> None:
+def _adopt(qp: _QP) -> None:
     """A worker process's start: keep ``qp``; die with the parent; leave Ctrl-C to the parent,
     which kills its workers when interrupted (:func:`_in_workers`)."""
     global _WORKER_QP
@@ -577,7 +609,7 @@ def _adopt(qp: "_QP") -> None:
     die_with_parent()
 
 
-def _in_workers(qp: "_QP", fn, parts: list, workers: int) -> list:
+def _in_workers(qp: _QP, fn, parts: list, workers: int) -> list:
     """``[fn(part) for part in parts]`` in ``workers`` processes that solve the QPs of ``qp``
     (the parts handed out as workers free up). On Linux they are forked: they share the
     parent's imports and its M, P and float32 copies, made once with the parent's threads,
@@ -587,12 +619,12 @@ def _in_workers(qp: "_QP", fn, parts: list, workers: int) -> list:
     context = multiprocessing.get_context("fork" if _FORK else "spawn")
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_adopt, initargs=(qp,))
     try:
-        with warnings.catch_warnings():   # Python ≥ 3.12 warns of any thread at a fork: OpenBLAS stops its own
+        with warnings.catch_warnings():  # Python ≥ 3.12 warns of any thread at a fork: OpenBLAS stops its own
             warnings.filterwarnings("ignore", r".*multi-threaded, use of fork\(\)", DeprecationWarning)
             futures = [pool.submit(fn, part) for part in parts]
         return [future.result() for future in futures]
     except BaseException:
-        for process in list(pool._processes.values()):      # no public way before Python 3.14
+        for process in list(pool._processes.values()):  # no public way before Python 3.14
             process.kill()
         raise
     finally:
@@ -609,12 +641,16 @@ def _solve_labels(y: np.ndarray) -> list[tuple[np.ndarray, dict]]:
         return [_WORKER_QP.solve(y[:, k]) for k in range(y.shape[1])]
 
 
-def _pdas_results(qp: "_QP", y: np.ndarray) -> tuple[np.ndarray, list[dict | None]]:
+def _pdas_results(qp: _QP, y: np.ndarray) -> tuple[np.ndarray, list[dict | None]]:
     """:func:`_pdas` from μ = λy for the columns of ``y`` (dense M), and the result of each
     (:meth:`_QP.result`; None where the iterations failed)."""
     mu, iterations = _pdas(qp, y, qp.lam * y, cold=True)
-    return mu, [{**qp.result(y[:, k], {"active-set": mu[:, k]}), "active_set_iterations": int(iterations[k])}
-                if np.isfinite(mu[:, k]).all() else None for k in range(y.shape[1])]
+    return mu, [
+        {**qp.result(y[:, k], {"active-set": mu[:, k]}), "active_set_iterations": int(iterations[k])}
+        if np.isfinite(mu[:, k]).all()
+        else None
+        for k in range(y.shape[1])
+    ]
 
 
 def _pdas_labels(y: np.ndarray) -> tuple[np.ndarray, list[dict | None]]:
@@ -647,15 +683,17 @@ def label_manifold(W, Y, lam: float = 1.0, *, solver: str = "active-set", return
     y = _signs(Y, n)
     qp = _QP(W, float(lam))
     mu, infos = lam * y, [{"solver": "constant", "objective": 0.0, "kkt": 0.0} for _ in range(y.shape[1])]
-    mixed = np.flatnonzero((y > 0).any(axis=0) & (y < 0).any(axis=0))   # constant labels: μ = λy, (I − W)1 = 0
+    mixed = np.flatnonzero((y > 0).any(axis=0) & (y < 0).any(axis=0))  # constant labels: μ = λy, (I − W)1 = 0
     workers = min(blas_threads(), len(mixed)) if n * len(mixed) >= _SPLIT_WORK else 1
     if solver == "active-set" and qp.dense and workers > 1:
         # Labels split over worker processes: the iterations' small Cholesky factors, gathers
         # and Python steps gain little from a second BLAS thread (bibtex half: 37 s on 1, 36 on 2).
-        if qp.inverse() is not None and n >= _ROUGH_MIN:        # made once, with this process's threads
+        if qp.inverse() is not None and n >= _ROUGH_MIN:  # made once, with this process's threads
             qp.single("Md"), qp.single("P")
         parts = [mixed[i::workers] for i in range(workers)]
-        solved = zip(parts, _in_workers(qp, _pdas_labels, [y[:, part] for part in parts], workers))
+        solved = zip(
+            parts, _in_workers(qp, _pdas_labels, [y[:, part] for part in parts], workers), strict=True
+        )
     elif solver == "active-set" and qp.dense and len(mixed):
         solved = [(mixed, _pdas_results(qp, y[:, mixed]))]
     else:
@@ -668,9 +706,11 @@ def label_manifold(W, Y, lam: float = 1.0, *, solver: str = "active-set", return
     workers = min(blas_threads(), len(rest))
     if not qp.dense and workers > 1:
         # Sparse M: the labels over worker processes (see _solve_labels), one per caller's thread.
-        parts = [rest[i::2 * workers] for i in range(min(len(rest), 2 * workers))]
-        for part, solved in zip(parts, _in_workers(qp, _solve_labels, [y[:, part] for part in parts], workers)):
-            for j, (m, info) in zip(part, solved):
+        parts = [rest[i :: 2 * workers] for i in range(min(len(rest), 2 * workers))]
+        for part, solved in zip(
+            parts, _in_workers(qp, _solve_labels, [y[:, part] for part in parts], workers), strict=True
+        ):
+            for j, (m, info) in zip(part, solved, strict=True):
                 mu[:, j], infos[j] = m, info
     else:
         with threadpool_limits(1) if not qp.dense else contextlib.nullcontext():
@@ -678,9 +718,13 @@ def label_manifold(W, Y, lam: float = 1.0, *, solver: str = "active-set", return
                 mu[:, j], infos[j] = qp.solve(y[:, j])
     for j in mixed:
         if infos[j]["kkt"] > _KKT_WARN:
-            warnings.warn(f"label {j}: the QP of Eq. 3 was solved only approximately (relative KKT "
-                          f"violation {infos[j]['kkt']:.1e}); the weights W are nearly degenerate, a "
-                          f"larger reg or n_neighbors helps", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"label {j}: the QP of Eq. 3 was solved only approximately (relative KKT "
+                f"violation {infos[j]['kkt']:.1e}); the weights W are nearly degenerate, a "
+                f"larger reg or n_neighbors helps",
+                RuntimeWarning,
+                stacklevel=2,
+            )
     return (mu, infos) if return_info else mu
 
 
@@ -690,11 +734,11 @@ def label_manifold(W, Y, lam: float = 1.0, *, solver: str = "active-set", return
 class SignMSVR(NamedTuple):
     """Result of :func:`sign_msvr`: f(x) = Σ_i coef_i k(x_i, x) + intercept."""
 
-    coef: np.ndarray        # β, n × q dual coefficients
-    intercept: np.ndarray   # b, q
-    objective: np.ndarray   # L(β, b) of Eq. 5 at the start (β = 0, b = 0) and after each iteration
+    coef: np.ndarray  # β, n × q dual coefficients
+    intercept: np.ndarray  # b, q
+    objective: np.ndarray  # L(β, b) of Eq. 5 at the start (β = 0, b = 0) and after each iteration
     n_iter: int
-    converged: bool         # stopped by the relative-decrease rule (or no support vector left)
+    converged: bool  # stopped by the relative-decrease rule (or no support vector left)
 
 
 def _loss(F: np.ndarray, U: np.ndarray, y: np.ndarray, C1: float, C2: float, epsilon: float) -> float:
@@ -705,8 +749,9 @@ def _loss(F: np.ndarray, U: np.ndarray, y: np.ndarray, C1: float, C2: float, eps
     return float(C1 * (l1 @ l1) + C2 * l2.sum())
 
 
-def sign_msvr_objective(K, U, Y, coef, intercept, C1: float = 1.0, C2: float = 10.0,
-                        epsilon: float = 0.1) -> float:
+def sign_msvr_objective(
+    K, U, Y, coef, intercept, C1: float = 1.0, C2: float = 10.0, epsilon: float = 0.1
+) -> float:
     """L(β, b) of Eq. 5 for the kernel matrix K (n × n), targets U = μ and labels Y (0/1 or ±1)."""
     K, U, coef = (np.asarray(a, dtype=np.float64) for a in (K, U, coef))
     y = _signs(Y, U.shape[0])
@@ -736,7 +781,7 @@ def _reused_factor_solve(K: np.ndarray, sv: np.ndarray, diag: np.ndarray, factor
     def matvec(V):
         if full:
             KV = matmul(K, V)
-        else:                                          # K_SS V without copying K_SS
+        else:  # K_SS V without copying K_SS
             Z = np.zeros((n, m))
             Z[sv] = V
             KV = matmul(K, Z)[sv]
@@ -762,7 +807,7 @@ def _reused_factor_solve(K: np.ndarray, sv: np.ndarray, diag: np.ndarray, factor
         if (size <= target).all():
             return X
         left = size > target
-        rate = np.max((size[left] / start[left]) ** (1.0 / step))     # slowest column's contraction
+        rate = np.max((size[left] / start[left]) ** (1.0 / step))  # slowest column's contraction
         if rate >= 1.0 or step + np.log(np.max(target[left] / size[left])) / np.log(rate) > budget:
             return None
         Z = precondition(R)
@@ -772,8 +817,9 @@ def _reused_factor_solve(K: np.ndarray, sv: np.ndarray, diag: np.ndarray, factor
     return None
 
 
-def sign_msvr(K, U, Y, C1: float = 1.0, C2: float = 10.0, epsilon: float = 0.1, tol: float = 1e-5,
-              max_iter: int = 100) -> SignMSVR:
+def sign_msvr(
+    K, U, Y, C1: float = 1.0, C2: float = 10.0, epsilon: float = 0.1, tol: float = 1e-5, max_iter: int = 100
+) -> SignMSVR:
     """Minimise Eq. 5 over (β, b) by IRWLS with a backtracking line search (Eq. 8–12).
 
     ``K``: n × n kernel matrix of the training points (symmetric PSD); ``U``: n × q targets
@@ -790,43 +836,43 @@ def sign_msvr(K, U, Y, C1: float = 1.0, C2: float = 10.0, epsilon: float = 0.1, 
         raise ValueError(f"Y must have the shape of U {U.shape}, got {y.shape}")
 
     beta, b = np.zeros((n, q)), np.zeros(q)
-    KB = np.zeros((n, q))                          # K β, kept along the iterations
-    reg = 0.0                                      # ½ Σ_j β_jᵀ K β_j
+    KB = np.zeros((n, q))  # K β, kept along the iterations
+    reg = 0.0  # ½ Σ_j β_jᵀ K β_j
     obj = _loss(KB + b, U, y, C1, C2, epsilon)
     history = [obj]
     converged = False
     n_iter = 0
-    factor = None                                  # (Cholesky factor, its support vectors)
+    factor = None  # (Cholesky factor, its support vectors)
     for n_iter in range(1, max_iter + 1):
         F = KB + b
         r = np.sqrt(np.einsum("ij,ij->i", U - F, U - F))
         support = r > epsilon if epsilon > 0 else np.ones(n, dtype=bool)
-        if not support.any():                      # no curvature left in the IRWLS model
+        if not support.any():  # no curvature left in the IRWLS model
             converged = True
             n_iter -= 1
             break
         a = np.zeros(n)
         a[support] = 2.0 * (r[support] - epsilon) / np.where(r[support] > 0, r[support], 1.0)
         if epsilon == 0:
-            a[:] = 2.0                             # L1 = r²: a = 2 everywhere, also at r = 0
-        hinge = C2 * y * (y * F <= 0)              # C2 D_j y_j of Eq. 12, over all samples
+            a[:] = 2.0  # L1 = r²: a = 2 everywhere, also at r = 0
+        hinge = C2 * y * (y * F <= 0)  # C2 D_j y_j of Eq. 12, over all samples
         sv = np.flatnonzero(support)
-        target = np.where(support[:, None], 0.0, hinge)          # β_N = C2 s_N ∘ y_N
+        target = np.where(support[:, None], 0.0, hinge)  # β_N = C2 s_N ∘ y_N
         rhs = U[sv] + hinge[sv] / (C1 * a[sv, None])
-        if len(sv) < n:                            # K_SN β_N (all points are support vectors on bibtex)
+        if len(sv) < n:  # K_SN β_N (all points are support vectors on bibtex)
             rhs -= K[np.ix_(sv, np.flatnonzero(~support))] @ target[~support]
         diag, B = 1.0 / (C1 * a[sv]), np.column_stack([rhs, np.ones(len(sv))])
         sol = None
-        if factor is not None and np.array_equal(sv, factor[1]):   # same S: the old factor preconditions
+        if factor is not None and np.array_equal(sv, factor[1]):  # same S: the old factor preconditions
             sol = _reused_factor_solve(K, sv, diag, factor[0], B)
         if sol is None:
-            factor = None                          # freed before the new matrix: one n × n copy at a time
+            factor = None  # freed before the new matrix: one n × n copy at a time
             H = K[np.ix_(sv, sv)] if len(sv) < n else K.copy()
             H[np.diag_indices_from(H)] += diag
             factor = _cho_factor_in_place(H), sv
             sol = scipy.linalg.cho_solve(factor[0], B, check_finite=False)
         u, V = sol[:, -1], sol[:, :-1]
-        b_new = (V.sum(axis=0) + target.sum(axis=0)) / u.sum()   # 1ᵀβ_S = −1ᵀβ_N
+        b_new = (V.sum(axis=0) + target.sum(axis=0)) / u.sum()  # 1ᵀβ_S = −1ᵀβ_N
         target[sv] = V - u[:, None] * b_new
         delta, db = target - beta, b_new - b
         K_delta = matmul(K, delta)
@@ -835,13 +881,17 @@ def sign_msvr(K, U, Y, C1: float = 1.0, C2: float = 10.0, epsilon: float = 0.1, 
         eta, accepted = 1.0, False
         for _ in range(_MAX_HALVINGS + 1):
             KB_try = KB + eta * K_delta
-            obj_try = reg + eta * cross + 0.5 * eta**2 * curv + _loss(KB_try + (b + eta * db), U, y, C1, C2,
-                                                                      epsilon)
+            obj_try = (
+                reg
+                + eta * cross
+                + 0.5 * eta**2 * curv
+                + _loss(KB_try + (b + eta * db), U, y, C1, C2, epsilon)
+            )
             if obj_try < obj:
                 accepted = True
                 break
             eta *= 0.5
-        if not accepted:                           # no decrease along the direction: stop here
+        if not accepted:  # no decrease along the direction: stop here
             converged = True
             n_iter -= 1
             break
@@ -864,7 +914,7 @@ def _mean_distance(sqdist: np.ndarray) -> float:
     """Mean Euclidean distance over distinct pairs, from a squared-distance matrix (blocked)."""
     n = sqdist.shape[0]
     step = max(1, _BLOCK // n)
-    total = sum(float(np.sqrt(sqdist[s:s + step]).sum()) for s in range(0, n, step))
+    total = sum(float(np.sqrt(sqdist[s : s + step]).sum()) for s in range(0, n, step))
     return total / (n * (n - 1))
 
 
@@ -892,15 +942,28 @@ class ML2(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         "C2": (nonneg, "a non-negative number (C2 of Eq. 5)"),
         "epsilon": (nonneg, "a non-negative number (ε of Eq. 6)"),
         "kernel": (lambda v: v in KERNELS, f"one of {KERNELS}"),
-        "gamma": (lambda v: v is None or (isinstance(v, str) and v == "scale") or positive(v),
-                  "None (mean-distance heuristic), 'scale' (1/(d·Var X)) or > 0"),
+        "gamma": (
+            lambda v: v is None or (isinstance(v, str) and v == "scale") or positive(v),
+            "None (mean-distance heuristic), 'scale' (1/(d·Var X)) or > 0",
+        ),
         "max_iter": (positive_int, "a positive integer"),
         "tol": (nonneg, "a non-negative number"),
         "reg": (positive, "a positive number (ridge of Eq. 2)"),
     }
 
-    def __init__(self, n_neighbors=None, lam=1.0, C1=1.0, C2=10.0, epsilon=0.1, kernel="rbf", gamma=None,
-                 max_iter=100, tol=1e-5, reg=1e-3):
+    def __init__(
+        self,
+        n_neighbors=None,
+        lam=1.0,
+        C1=1.0,
+        C2=10.0,
+        epsilon=0.1,
+        kernel="rbf",
+        gamma=None,
+        max_iter=100,
+        tol=1e-5,
+        reg=1e-3,
+    ):
         self.n_neighbors = n_neighbors
         self.lam = lam
         self.C1 = C1
@@ -913,12 +976,12 @@ class ML2(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         self.reg = reg
 
     def _gamma(self, Xs: np.ndarray, sqdist: np.ndarray) -> float:
-        if self.gamma is None:                       # the authors' width: σ = mean pairwise distance
+        if self.gamma is None:  # the authors' width: σ = mean pairwise distance
             sigma = _mean_distance(sqdist)
             if sigma <= 0:
                 raise ValueError("all training rows coincide: the mean distance is 0; pass gamma explicitly")
             return 1.0 / (2.0 * sigma**2)
-        if isinstance(self.gamma, str):              # "scale", as scikit-learn's SVC
+        if isinstance(self.gamma, str):  # "scale", as scikit-learn's SVC
             var = float(Xs.var())
             if var <= 0:
                 raise ValueError("the standardised features have zero variance; pass gamma explicitly")
@@ -943,18 +1006,21 @@ class ML2(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         self.mean_, self.scale_ = standardisation(X)
         Xs = (X - self.mean_) / self.scale_
         if self.n_neighbors is not None and self.n_neighbors > n - 1:
-            raise ValueError(f"ML2: parameter n_neighbors={self.n_neighbors!r} must be at most n - 1 = {n - 1} "
-                             f"(n = {n} labelled training rows)")
+            raise ValueError(
+                f"ML2: parameter n_neighbors={self.n_neighbors!r} must be at most n - 1 = {n - 1} "
+                f"(n = {n} labelled training rows)"
+            )
         self.n_neighbors_ = min(q + 1, n - 1) if self.n_neighbors is None else int(self.n_neighbors)
 
-        sqdist = squared_distances(Xs)      # one matrix serves the neighbours, σ and the kernel
-        self.weights_ = lle_weights(Xs, self.n_neighbors_, self.reg, sqdist=sqdist)    # Eq. 2
-        self.mu_ = label_manifold(self.weights_, Y, self.lam)                          # Eq. 3–4
+        sqdist = squared_distances(Xs)  # one matrix serves the neighbours, σ and the kernel
+        self.weights_ = lle_weights(Xs, self.n_neighbors_, self.reg, sqdist=sqdist)  # Eq. 2
+        self.mu_ = label_manifold(self.weights_, Y, self.lam)  # Eq. 3–4
         self.gamma_ = None if self.kernel == "linear" else self._gamma(Xs, sqdist)
         self.X_fit_ = Xs
-        K = self._kernel(Xs, sqdist)                                                    # in place
-        res = sign_msvr(K, self.mu_, Y, C1=self.C1, C2=self.C2, epsilon=self.epsilon, tol=self.tol,
-                        max_iter=self.max_iter)                                         # Eq. 5–12
+        K = self._kernel(Xs, sqdist)  # in place
+        res = sign_msvr(
+            K, self.mu_, Y, C1=self.C1, C2=self.C2, epsilon=self.epsilon, tol=self.tol, max_iter=self.max_iter
+        )  # Eq. 5–12
         self.dual_coef_, self.intercept_ = res.coef, res.intercept
         self.objective_, self.n_iter_ = res.objective, res.n_iter
         return self

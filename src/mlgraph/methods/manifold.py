@@ -130,6 +130,7 @@ def _by_panels(n: int, fn) -> None:
     """``fn(rows)`` on the panels ``rows = [p R, (p + 1) R)`` of ``R = _ASSEMBLY_ROWS`` rows (so
     ``rows.start // R`` numbers them), in :func:`row_blocks`' threads (scipy's sparse products
     release the GIL)."""
+
     def run(panels: slice) -> None:
         for p in range(panels.start, panels.stop):
             fn(slice(p * _ASSEMBLY_ROWS, min(n, (p + 1) * _ASSEMBLY_ROWS)))
@@ -137,8 +138,9 @@ def _by_panels(n: int, fn) -> None:
     row_blocks(-(-n // _ASSEMBLY_ROWS), run, n * _ASSEMBLY_ROWS)
 
 
-def _eq19_transposed(K: np.ndarray, M: sp.csr_matrix, xi: np.ndarray, lam: float,
-                     dtype=np.float64) -> tuple[np.ndarray, float]:
+def _eq19_transposed(
+    K: np.ndarray, M: sp.csr_matrix, xi: np.ndarray, lam: float, dtype=np.float64
+) -> tuple[np.ndarray, float]:
     """Aᵀ = Ξ K M + λI, the transpose of Eq. 19's system A = M K Ξ + λI (M is symmetric), in C
     order and ``dtype``; and ‖A‖∞ (its largest row sum, for the refinement's stopping rule).
     Row panel J of Aᵀ is ξ_J (M K_Jᵀ)ᵀ, which reads only rows J of K (a row panel of A would
@@ -150,7 +152,7 @@ def _eq19_transposed(K: np.ndarray, M: sp.csr_matrix, xi: np.ndarray, lam: float
     n = K.shape[0]
     At = np.empty(K.shape, dtype=dtype)
     M, xi = M.astype(dtype), xi.astype(dtype)
-    col_sums = np.zeros((-(-n // _ASSEMBLY_ROWS), n))                        # one row per panel
+    col_sums = np.zeros((-(-n // _ASSEMBLY_ROWS), n))  # one row per panel
 
     def assemble(rows: slice) -> None:
         part = (M @ np.ascontiguousarray(K[rows].T, dtype=dtype)).T
@@ -165,6 +167,7 @@ def _eq19_transposed(K: np.ndarray, M: sp.csr_matrix, xi: np.ndarray, lam: float
 
 def _kernel_times_m(K: np.ndarray, M: sp.csr_matrix) -> np.ndarray:
     """U = K M over K's buffer: row panel J of U is K_J M = (M K_Jᵀ)ᵀ and reads only K_J."""
+
     def multiply(rows: slice) -> None:
         K[rows] = (M @ K[rows].T).T
 
@@ -172,8 +175,9 @@ def _kernel_times_m(K: np.ndarray, M: sp.csr_matrix) -> np.ndarray:
     return K
 
 
-def _symmetric_matrix(U: np.ndarray, M: sp.csr_matrix, nu: float, lam: float,
-                      dtype=np.float64) -> tuple[np.ndarray, float]:
+def _symmetric_matrix(
+    U: np.ndarray, M: sp.csr_matrix, nu: float, lam: float, dtype=np.float64
+) -> tuple[np.ndarray, float]:
     """S = ν M K M + λ M, the symmetric form of Eq. 19 for Ξ = νI, from U = K M, in ``dtype``:
     row panel J of S = ν Uᵀ M + λM is ν (M U_{:,J})ᵀ + λ M_J, products in ``dtype``
     (as in :func:`_eq19_transposed`); and ‖S‖∞."""
@@ -206,7 +210,7 @@ def _refined_solve(build, factorise, solve, apply, target: np.ndarray) -> tuple[
     A, norm = build(np.float32)
     tol = np.sqrt(A.shape[0]) * np.finfo(np.float64).eps * norm
     try:
-        factor = factorise(A)                                                  # overwrites A
+        factor = factorise(A)  # overwrites A
     except np.linalg.LinAlgError:
         return None, 0
     del A
@@ -222,7 +226,7 @@ def _refined_solve(build, factorise, solve, apply, target: np.ndarray) -> tuple[
             rho = size / np.maximum(previous, np.finfo(np.float64).tiny)
             if (rho * size <= _REFINE_RTOL * scale).all():
                 return x, step
-            if (rho > 0.5).any():                                               # stagnates
+            if (rho > 0.5).any():  # stagnates
                 backward = np.abs(residual).max(axis=0) <= tol * scale
                 return (x if backward.all() else None), step
         previous = size
@@ -260,13 +264,31 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         "weights": (lambda v: v in WEIGHTS, f"one of {WEIGHTS} (Eq. 10 as printed, or U∘B)"),
         "solver": (lambda v: v in SOLVERS, f"one of {SOLVERS} (LU of Eq. 19, or its Nyström approximation)"),
         "n_landmarks": (positive_int, "a positive integer (Nyström landmarks)"),
-        "landmarks": (lambda v: v in LANDMARKS, f"one of {LANDMARKS} (k-means centres or random training points)"),
+        "landmarks": (
+            lambda v: v in LANDMARKS,
+            f"one of {LANDMARKS} (k-means centres or random training points)",
+        ),
         "precision": (lambda v: v in PRECISIONS, f"one of {PRECISIONS} (factorisation of the exact solver)"),
     }
 
-    def __init__(self, gamma_A=1e-2, gamma_I=1.0, sigma=None, sigma_scale=1.0, graph="knn",
-                 k=10, eps=None, b=None, weights="distance", random_state=0, memory=None,
-                 solver="exact", n_landmarks=1000, precision="mixed", landmarks="kmeans"):
+    def __init__(
+        self,
+        gamma_A=1e-2,
+        gamma_I=1.0,
+        sigma=None,
+        sigma_scale=1.0,
+        graph="knn",
+        k=10,
+        eps=None,
+        b=None,
+        weights="distance",
+        random_state=0,
+        memory=None,
+        solver="exact",
+        n_landmarks=1000,
+        precision="mixed",
+        landmarks="kmeans",
+    ):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.sigma = sigma
@@ -293,8 +315,8 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         self.mean_, self.scale_ = standardisation(X)
         Xs = (X - self.mean_) / self.scale_
         l = int(labelled.sum())
-        xi = self._reliance_weights(labelled)                                  # Eq. 16
-        target = np.where(labelled[:, None], 2.0 * Y - 1.0, 0.0)               # ±1 / 0 rows
+        xi = self._reliance_weights(labelled)  # Eq. 16
+        target = np.where(labelled[:, None], 2.0 * Y - 1.0, 0.0)  # ±1 / 0 rows
         lam = l * self.gamma_A
         fit = self._fit_exact if self.solver == "exact" else self._fit_nystrom
         theta, kernel_rows, rows, M = fit(Xs, labelled, xi, target, lam)
@@ -316,13 +338,26 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         self.sigma_ = float(base_sigma) * self.sigma_scale
         if sqdist is None and self.graph == "knn":
             k = check_k(self.k, Xs.shape[0])
-            nearest = NearestNeighbors(n_neighbors=k, n_jobs=blas_threads()).fit(Xs).kneighbors(return_distance=False)
+            nearest = (
+                NearestNeighbors(n_neighbors=k, n_jobs=blas_threads())
+                .fit(Xs)
+                .kneighbors(return_distance=False)
+            )
             pairs = unique_pairs(Xs.shape[0], np.repeat(np.arange(Xs.shape[0]), k), nearest.ravel())
             self.graph_ = graph_from_pairs(Xs, self.sigma_, *pairs).weights(self.weights)
             return self.graph_
-        self.graph_ = cached_graph(self.memory, Xs, kind=self.graph, sigma=self.sigma_, weights=self.weights,
-                                   k=self.k, eps=self.eps, b=self.b, random_state=self.random_state,
-                                   sqdist=sqdist)
+        self.graph_ = cached_graph(
+            self.memory,
+            Xs,
+            kind=self.graph,
+            sigma=self.sigma_,
+            weights=self.weights,
+            k=self.k,
+            eps=self.eps,
+            b=self.b,
+            random_state=self.random_state,
+            sqdist=sqdist,
+        )
         return self.graph_
 
     def _system_rows(self, W: sp.csr_matrix, labelled: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -339,13 +374,14 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         precision refined to double (:func:`_refined_solve`), else in double precision."""
         K = squared_distances(Xs)  # one distance matrix serves σ, the graph and the kernel
         M, rows = self._system_rows(self._graph(Xs, K), labelled)
-        exp_scaled(K, -0.5 / self.sigma_**2)                                   # Eq. 5, in place
+        exp_scaled(K, -0.5 / self.sigma_**2)  # Eq. 5, in place
         cols = np.unique(M[rows].indices)
-        kernel_rows = (cols, K[cols])                                          # for the residual
+        kernel_rows = (cols, K[cols])  # for the residual
         symmetric = self.gamma_I > 0 and np.ptp(xi) == 0 and _every_component_labelled(self.graph_, labelled)
-        base = _kernel_times_m(K, M) if symmetric else K                      # K M over K's buffer, or K
+        base = _kernel_times_m(K, M) if symmetric else K  # K M over K's buffer, or K
         del K
-        if symmetric:                                                          # (ν M K M + λ M) β = Y, Θ = M β
+        if symmetric:  # (ν M K M + λ M) β = Y, Θ = M β
+
             def build(dtype):
                 return _symmetric_matrix(base, M, xi[0], lam, dtype)
 
@@ -358,6 +394,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
             def solve(factor, b):
                 return scipy.linalg.cho_solve(factor, b, check_finite=False)
         else:
+
             def build(dtype):
                 return _eq19_transposed(base, M, xi, lam, dtype)
 
@@ -370,18 +407,27 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
 
             def solve(factor, b):
                 return scipy.linalg.lu_solve(factor, b, check_finite=False)
-        x, steps = _refined_solve(build, factorise, solve, apply, target) if self.precision == "mixed" else (None, 0)
+
+        x, steps = (
+            _refined_solve(build, factorise, solve, apply, target) if self.precision == "mixed" else (None, 0)
+        )
         precision = "mixed" if x is not None else "double"
         if x is None:
             A = build(np.float64)[0]
-            del base                                                           # one n×n matrix left
+            del base  # one n×n matrix left
             x = solve(factorise(A), target)
         theta = M @ x if symmetric else x
         self.X_fit_ = Xs
-        self.dual_coef_ = xi[:, None] * theta                                  # Ξ Θ*
-        self.solver_report_ = {"solver": "exact", "factorisation": "cholesky" if symmetric else "lu",
-                               "precision": precision, "refinement_steps": steps,
-                               "n_landmarks": len(Xs), "rank": len(Xs), "kernel_trace_error": 0.0}
+        self.dual_coef_ = xi[:, None] * theta  # Ξ Θ*
+        self.solver_report_ = {
+            "solver": "exact",
+            "factorisation": "cholesky" if symmetric else "lu",
+            "precision": precision,
+            "refinement_steps": steps,
+            "n_landmarks": len(Xs),
+            "rank": len(Xs),
+            "kernel_trace_error": 0.0,
+        }
         return theta, kernel_rows, rows, M
 
     def _fit_nystrom(self, Xs, labelled, xi, target, lam):
@@ -389,33 +435,37 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         n = Xs.shape[0]
         M, rows = self._system_rows(self._graph(Xs, None), labelled)
         rng = np.random.default_rng(self.random_state)
-        if self.landmarks == "random" or self.n_landmarks >= n:                 # every point when m ≥ n
+        if self.landmarks == "random" or self.n_landmarks >= n:  # every point when m ≥ n
             P = Xs[np.sort(rng.choice(n, min(n, self.n_landmarks), replace=False))]
         else:
             P = _kmeans_landmarks(Xs, self.n_landmarks, self.random_state)
         evals, evecs = scipy.linalg.eigh(gaussian_kernel(P, sigma=self.sigma_))
         keep = evals > 1e-10 * evals[-1]
-        T = evecs[:, keep] / np.sqrt(evals[keep])                              # Φ = K_nm T
-        C = np.empty((n, len(P)))                                              # K_nm
+        T = evecs[:, keep] / np.sqrt(evals[keep])  # Φ = K_nm T
+        C = np.empty((n, len(P)))  # K_nm
         step = max(1, _KERNEL_BLOCK // len(P))
         for start in range(0, n, step):
             C[start : start + step] = gaussian_kernel(Xs[start : start + step], P, sigma=self.sigma_)
-        G = np.zeros((len(P), len(P)))                                         # K_mn Ξ M K_nm, by row blocks
+        G = np.zeros((len(P), len(P)))  # K_mn Ξ M K_nm, by row blocks
         for start in range(0, n, step):
             block = slice(start, start + step)
             G += C[block].T @ (xi[block, None] * (M[block] @ C))
-        S = T.T @ G @ T                                                        # Φᵀ Ξ M Φ
-        S.flat[:: S.shape[0] + 1] += lam                                       # + λ I
+        S = T.T @ G @ T  # Φᵀ Ξ M Φ
+        S.flat[:: S.shape[0] + 1] += lam  # + λ I
         Z = scipy.linalg.solve(S, T.T @ (C.T @ (xi[:, None] * target)), check_finite=False)  # Φᵀ Ξ Θ
         self.X_fit_ = P
-        self.dual_coef_ = T @ Z                                                # F̃ = K_em T Z (Eq. 20)
-        theta = (target - M @ (C @ self.dual_coef_)) / lam                     # Θ over all n points
+        self.dual_coef_ = T @ Z  # F̃ = K_em T Z (Eq. 20)
+        theta = (target - M @ (C @ self.dual_coef_)) / lam  # Θ over all n points
         cols = np.unique(M[rows].indices)
         kernel_rows = (cols, gaussian_kernel(Xs[cols], Xs, sigma=self.sigma_))  # exact K, for the residual
-        sample = rng.choice(n, min(n, 1000), replace=False)                    # tr(K̃)/tr(K), K_ii = 1
+        sample = rng.choice(n, min(n, 1000), replace=False)  # tr(K̃)/tr(K), K_ii = 1
         trace = np.einsum("ij,ij->", C[sample] @ T, C[sample] @ T) / len(sample)
-        self.solver_report_ = {"solver": "nystrom", "n_landmarks": len(P), "rank": int(keep.sum()),
-                               "kernel_trace_error": float(1.0 - trace)}
+        self.solver_report_ = {
+            "solver": "nystrom",
+            "n_landmarks": len(P),
+            "rank": int(keep.sum()),
+            "kernel_trace_error": float(1.0 - trace),
+        }
         return theta, kernel_rows, rows, M
 
     def decision_function(self, X) -> np.ndarray:
@@ -452,13 +502,43 @@ class MLMRRW(_ManifoldRegularization):
         "nu2": (nonneg, ">= 0 (reliance weight of unlabelled points, Proposition 1)"),
     }
 
-    def __init__(self, gamma_A=1e-2, gamma_I=1.0, sigma=None, sigma_scale=1.0, graph="knn",
-                 k=10, eps=None, b=None, weights="distance", random_state=0, memory=None,
-                 solver="exact", n_landmarks=1000, precision="mixed", landmarks="kmeans", nu1=1.0, nu2=0.1):
-        super().__init__(gamma_A=gamma_A, gamma_I=gamma_I, sigma=sigma, sigma_scale=sigma_scale,
-                         graph=graph, k=k, eps=eps, b=b, weights=weights, random_state=random_state,
-                         memory=memory, solver=solver, n_landmarks=n_landmarks,
-                         precision=precision, landmarks=landmarks)
+    def __init__(
+        self,
+        gamma_A=1e-2,
+        gamma_I=1.0,
+        sigma=None,
+        sigma_scale=1.0,
+        graph="knn",
+        k=10,
+        eps=None,
+        b=None,
+        weights="distance",
+        random_state=0,
+        memory=None,
+        solver="exact",
+        n_landmarks=1000,
+        precision="mixed",
+        landmarks="kmeans",
+        nu1=1.0,
+        nu2=0.1,
+    ):
+        super().__init__(
+            gamma_A=gamma_A,
+            gamma_I=gamma_I,
+            sigma=sigma,
+            sigma_scale=sigma_scale,
+            graph=graph,
+            k=k,
+            eps=eps,
+            b=b,
+            weights=weights,
+            random_state=random_state,
+            memory=memory,
+            solver=solver,
+            n_landmarks=n_landmarks,
+            precision=precision,
+            landmarks=landmarks,
+        )
         self.nu1 = nu1
         self.nu2 = nu2
 

@@ -192,8 +192,10 @@ class MLkNN(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         hard = np.concatenate(hard)
         if len(hard):
             nearest[hard] = _exact_nearest(Q[hard], Xf, k, hard if exclude_self else None)
-        indicator = sp.csr_array((np.ones(nearest.size, dtype=np.int32), nearest.ravel(),
-                                  np.arange(0, nearest.size + 1, k)), shape=(Q.shape[0], n))
+        indicator = sp.csr_array(
+            (np.ones(nearest.size, dtype=np.int32), nearest.ravel(), np.arange(0, nearest.size + 1, k)),
+            shape=(Q.shape[0], n),
+        )
         return indicator @ Yf  # int32 sums of the int8 labels
 
     def fit(self, X, Y):
@@ -205,9 +207,11 @@ class MLkNN(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         k, s = int(self.k), float(self.s)
         limit = m if self.self_neighbour else m - 1
         if k > limit:
-            raise ValueError(f"MLkNN: parameter k={self.k!r} must be <= {limit} (the number of labelled "
-                             f"rows{'' if self.self_neighbour else ' − 1'}, self_neighbour="
-                             f"{self.self_neighbour})")
+            raise ValueError(
+                f"MLkNN: parameter k={self.k!r} must be <= {limit} (the number of labelled "
+                f"rows{'' if self.self_neighbour else ' − 1'}, self_neighbour="
+                f"{self.self_neighbour})"
+            )
         if self.standardize:
             self.mean_, self.scale_ = standardisation(X)
         else:
@@ -223,7 +227,7 @@ class MLkNN(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         index = (np.arange(q) * (k + 1) + C) * 2 + Y
         counts = np.bincount(index.ravel(), minlength=q * (k + 1) * 2).reshape(q, k + 1, 2)
         self.counts_ = counts
-        self.prior_ = (s + Y.sum(axis=0, dtype=np.int64)) / (s * 2 + m)              # step (2)
+        self.prior_ = (s + Y.sum(axis=0, dtype=np.int64)) / (s * 2 + m)  # step (2)
         c_false, c_true = counts[..., 0], counts[..., 1]
         self.cond_prob_true_ = (s + c_true) / (s * (k + 1) + c_true.sum(axis=1, keepdims=True))
         self.cond_prob_false_ = (s + c_false) / (s * (k + 1) + c_false.sum(axis=1, keepdims=True))

@@ -97,8 +97,9 @@ def _check_inputs(W, Y, labelled) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray
     Y = np.asarray(Y, dtype=np.float64)
     n = W.shape[0]
     if W.shape != (n, n) or Y.ndim != 2 or Y.shape[0] != n or labelled.shape != (n,):
-        raise ValueError(f"W must be n×n, Y n×q and labelled of length n; got {W.shape}, {Y.shape}, "
-                         f"{labelled.shape}")
+        raise ValueError(
+            f"W must be n×n, Y n×q and labelled of length n; got {W.shape}, {Y.shape}, {labelled.shape}"
+        )
     if not labelled.any():
         raise ValueError("no labelled node")
     return W, Y, labelled
@@ -166,8 +167,18 @@ class _GraphPropagation(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEsti
         "weights": (lambda v: v in WEIGHTS, f"one of {WEIGHTS} (Eq. 10 as printed, or U∘B)"),
     }
 
-    def __init__(self, sigma=None, sigma_scale=1.0, graph="knn", k=10, eps=None, b=None,
-                 weights="heat", random_state=0, memory=None):
+    def __init__(
+        self,
+        sigma=None,
+        sigma_scale=1.0,
+        graph="knn",
+        k=10,
+        eps=None,
+        b=None,
+        weights="heat",
+        random_state=0,
+        memory=None,
+    ):
         self.sigma = sigma
         self.sigma_scale = sigma_scale
         self.graph = graph
@@ -190,8 +201,18 @@ class _GraphPropagation(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEsti
         else:
             base_sigma = self.sigma
         sigma = float(base_sigma) * self.sigma_scale
-        W = cached_graph(self.memory, Xs, kind=self.graph, sigma=sigma, weights=self.weights, k=self.k,
-                         eps=self.eps, b=self.b, random_state=self.random_state, sqdist=None)
+        W = cached_graph(
+            self.memory,
+            Xs,
+            kind=self.graph,
+            sigma=sigma,
+            weights=self.weights,
+            k=self.k,
+            eps=self.eps,
+            b=self.b,
+            random_state=self.random_state,
+            sqdist=None,
+        )
         return self._scores(W, Y, labelled), W, sigma
 
     def fit(self, X, Y):
@@ -217,7 +238,7 @@ class _GraphPropagation(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEsti
         Y_all = np.vstack([self.Y_fit_, np.full((X.shape[0], self.Y_fit_.shape[1]), -1, np.int8)])
         labelled = np.concatenate([(self.Y_fit_ != -1).all(axis=1), np.zeros(X.shape[0], bool)])
         scores, _, _ = self._transduce(X_all, Y_all, labelled)
-        return scores[self.X_fit_.shape[0]:]
+        return scores[self.X_fit_.shape[0] :]
 
     def predict_from_scores(self, scores) -> np.ndarray:
         """Labels whose score exceeds ``threshold``."""
@@ -243,10 +264,30 @@ class MLLGC(_GraphPropagation):
         "alpha": (in_open_unit, "in the open interval (0, 1) (α of Zhou et al. 2004)"),
     }
 
-    def __init__(self, sigma=None, sigma_scale=1.0, graph="knn", k=10, eps=None, b=None,
-                 weights="heat", random_state=0, memory=None, alpha=0.99):
-        super().__init__(sigma=sigma, sigma_scale=sigma_scale, graph=graph, k=k, eps=eps, b=b,
-                         weights=weights, random_state=random_state, memory=memory)
+    def __init__(
+        self,
+        sigma=None,
+        sigma_scale=1.0,
+        graph="knn",
+        k=10,
+        eps=None,
+        b=None,
+        weights="heat",
+        random_state=0,
+        memory=None,
+        alpha=0.99,
+    ):
+        super().__init__(
+            sigma=sigma,
+            sigma_scale=sigma_scale,
+            graph=graph,
+            k=k,
+            eps=eps,
+            b=b,
+            weights=weights,
+            random_state=random_state,
+            memory=memory,
+        )
         self.alpha = alpha
 
     def _scores(self, W, Y, labelled) -> np.ndarray:

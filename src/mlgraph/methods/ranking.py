@@ -126,8 +126,15 @@ from mlgraph.methods.base import (
     standardisation,
 )
 
-__all__ = ["BPMLL", "RankSVM", "bpmll_objective", "fit_size_threshold", "label_pairs",
-           "pairwise_exp_loss", "size_threshold_targets"]
+__all__ = [
+    "BPMLL",
+    "RankSVM",
+    "bpmll_objective",
+    "fit_size_threshold",
+    "label_pairs",
+    "pairwise_exp_loss",
+    "size_threshold_targets",
+]
 
 THRESHOLD_MARGIN = 0.1  # candidate thresholds beyond the extreme outputs (original codes)
 
@@ -137,8 +144,11 @@ def _is_bool(v) -> bool:
 
 
 def _valid_seed(v) -> bool:
-    return v is None or isinstance(v, np.random.RandomState) or (
-        isinstance(v, Integral) and not isinstance(v, bool) and v >= 0)
+    return (
+        v is None
+        or isinstance(v, np.random.RandomState)
+        or (isinstance(v, Integral) and not isinstance(v, bool) and v >= 0)
+    )
 
 
 def _valid_hidden(v) -> bool:
@@ -210,7 +220,7 @@ def _pair_norm(rel: np.ndarray) -> np.ndarray:
 def _exp_pairs(C, rel_f, irr_f, norm):
     """Factorised error E_i and its gradient ∂E_i/∂C (rel_f, irr_f: 0/1 float masks)."""
     e_neg = np.exp(-C) * rel_f  # e^{−c_k}, k ∈ Y_i
-    e_pos = np.exp(C) * irr_f   # e^{c_l},  l ∈ Ȳ_i
+    e_pos = np.exp(C) * irr_f  # e^{c_l},  l ∈ Ȳ_i
     a = e_neg.sum(axis=1)
     b = e_pos.sum(axis=1)
     grad = e_pos * (norm * a)[:, None] - e_neg * (norm * b)[:, None]
@@ -246,7 +256,7 @@ def _objective(params, X, rel_f, irr_f, norm, alpha, value=True):
     dZ1 = (dZ2 @ W2.T) * (1.0 - H * H)
     grads = [X.T @ dZ1, dZ1.sum(axis=0), H.T @ dZ2, dZ2.sum(axis=0)]
     if alpha:
-        for g, p in zip(grads, params):
+        for g, p in zip(grads, params, strict=True):
             g += alpha * p
     if not value:
         return None, grads
@@ -297,8 +307,10 @@ class BPMLL(_RankingModel):
     """
 
     _rules = {
-        "hidden": (_valid_hidden, "a positive int (hidden units) or a positive float (fraction of the "
-                                  "input dimension)"),
+        "hidden": (
+            _valid_hidden,
+            "a positive int (hidden units) or a positive float (fraction of the input dimension)",
+        ),
         "learning_rate": (positive, "a positive number"),
         "epochs": (positive_int, "a positive integer"),
         "alpha": (nonneg, "a non-negative number (weight decay)"),
@@ -307,8 +319,16 @@ class BPMLL(_RankingModel):
         "standardize": (_is_bool, "True or False"),
     }
 
-    def __init__(self, hidden=0.2, learning_rate=0.05, epochs=100, alpha=0.1, batch_size=1,
-                 random_state=0, standardize=True):
+    def __init__(
+        self,
+        hidden=0.2,
+        learning_rate=0.05,
+        epochs=100,
+        alpha=0.1,
+        batch_size=1,
+        random_state=0,
+        standardize=True,
+    ):
         self.hidden = hidden
         self.learning_rate = learning_rate
         self.epochs = epochs
@@ -324,8 +344,9 @@ class BPMLL(_RankingModel):
         norm = _pair_norm(Y)
         keep = norm > 0
         if not keep.any():
-            raise ValueError("BPMLL: no training row has both relevant and irrelevant labels, so there "
-                             "is no pair to rank")
+            raise ValueError(
+                "BPMLL: no training row has both relevant and irrelevant labels, so there is no pair to rank"
+            )
         Xt, norm_t = X[keep], norm[keep]
         rel_f, irr_f = Y[keep].astype(np.float64), (~Y[keep]).astype(np.float64)
         m = Xt.shape[0]
@@ -333,8 +354,12 @@ class BPMLL(_RankingModel):
         h = int(self.hidden) if isinstance(self.hidden, Integral) else max(1, math.ceil(self.hidden * d))
         rng = check_random_state(self.random_state)
         r1, r2 = 1.0 / math.sqrt(d), 1.0 / math.sqrt(h)
-        params = [rng.uniform(-r1, r1, (d, h)), rng.uniform(-r1, r1, h),
-                  rng.uniform(-r2, r2, (h, q)), rng.uniform(-r2, r2, q)]
+        params = [
+            rng.uniform(-r1, r1, (d, h)),
+            rng.uniform(-r1, r1, h),
+            rng.uniform(-r2, r2, (h, q)),
+            rng.uniform(-r2, r2, q),
+        ]
         eta, alpha = float(self.learning_rate), float(self.alpha)
         batch = m if self.batch_size is None else min(int(self.batch_size), m)
         curve = []
@@ -343,9 +368,16 @@ class BPMLL(_RankingModel):
             Xe, rel_e, irr_e, norm_e = Xt[order], rel_f[order], irr_f[order], norm_t[order]
             for start in range(0, m, batch):
                 part = slice(start, start + batch)
-                _, grads = _objective(params, Xe[part], rel_e[part], irr_e[part], norm_e[part],
-                                      alpha * (min(start + batch, m) - start) / m, value=False)
-                for p, g in zip(params, grads):
+                _, grads = _objective(
+                    params,
+                    Xe[part],
+                    rel_e[part],
+                    irr_e[part],
+                    norm_e[part],
+                    alpha * (min(start + batch, m) - start) / m,
+                    value=False,
+                )
+                for p, g in zip(params, grads, strict=True):
                     p -= eta * g
             curve.append(_objective(params, Xt, rel_f, irr_f, norm_t, alpha)[0])
 
@@ -364,7 +396,6 @@ class BPMLL(_RankingModel):
         X = self._transform(self._check_predict_data(X))
         params = [self.coefs_[0], self.intercepts_[0], self.coefs_[1], self.intercepts_[1]]
         return _forward(params, X)[1]
-
 
 
 # --------------------------------------------------------------------------
@@ -403,8 +434,9 @@ class RankSVM(_RankingModel):
         "standardize": (_is_bool, "True or False"),
     }
 
-    def __init__(self, C=1.0, kernel="linear", gamma=None, max_iter=100, tol=1e-3, random_state=0,
-                 standardize=True):
+    def __init__(
+        self, C=1.0, kernel="linear", gamma=None, max_iter=100, tol=1e-3, random_state=0, standardize=True
+    ):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -419,8 +451,10 @@ class RankSVM(_RankingModel):
         d, q = X.shape[1], Y.shape[1]
         rows, rel, irr = label_pairs(Y)
         if rows.size == 0:
-            raise ValueError("RankSVM: no training row has both relevant and irrelevant labels, so there "
-                             "is no pair to rank")
+            raise ValueError(
+                "RankSVM: no training row has both relevant and irrelevant labels, so there "
+                "is no pair to rank"
+            )
         sv_rows, local = np.unique(rows, return_inverse=True)
         self.support_vectors_ = X[sv_rows]
         if self.kernel == "rbf":
@@ -436,6 +470,7 @@ class RankSVM(_RankingModel):
 
             def apply_kernel(M):  # K = S Sᵀ, never formed
                 return S @ (S.T @ M)
+
         n_pairs_row = Y.sum(axis=1) * (q - Y.sum(axis=1))
         upper = self.C / n_pairs_row[rows]
         alpha, beta, b, history = self._frank_wolfe(local, rel, irr, upper, sv_rows.size, q, apply_kernel)
@@ -458,8 +493,9 @@ class RankSVM(_RankingModel):
         """Frank–Wolfe on the dual: at most ``max_iter`` steps from α = 0."""
         P = rows.size
         cols = np.arange(P)
-        A = sp.csr_matrix((np.r_[np.ones(P), -np.ones(P)], (np.r_[rel, irr], np.r_[cols, cols])),
-                          shape=(q, P))  # column p: +1 at its relevant label, −1 at its irrelevant one
+        A = sp.csr_matrix(
+            (np.r_[np.ones(P), -np.ones(P)], (np.r_[rel, irr], np.r_[cols, cols])), shape=(q, P)
+        )  # column p: +1 at its relevant label, −1 at its irrelevant one
         bounds = np.column_stack([np.zeros(P), upper])
         zero_q = np.zeros(q)
         idx_rel, idx_irr = rows * q + rel, rows * q + irr
@@ -476,8 +512,9 @@ class RankSVM(_RankingModel):
             norm_w2 = float(np.vdot(beta, F))
             dual = float(alpha.sum()) - 0.5 * norm_w2
             curve.append(-dual)
-            res = linprog(-grad, A_eq=A, b_eq=zero_q, bounds=bounds, method="highs-ds",
-                          options={"presolve": False})  # presolve costs 10x here
+            res = linprog(
+                -grad, A_eq=A, b_eq=zero_q, bounds=bounds, method="highs-ds", options={"presolve": False}
+            )  # presolve costs 10x here
             if res.status != 0:
                 raise RuntimeError(f"RankSVM: the Frank–Wolfe linear program failed: {res.message}")
             bias = -np.asarray(res.eqlin.marginals)  # minimises the weighted hinge loss for this w
@@ -495,8 +532,12 @@ class RankSVM(_RankingModel):
             F += lam * d_F
             step += 1
         bias -= bias.mean()  # b is defined up to a constant; centre it
-        return alpha, beta, bias, {"n_iter": step, "curve": curve, "dual": dual, "primal": primal,
-                                   "gap": max(gap, 0.0)}
+        return (
+            alpha,
+            beta,
+            bias,
+            {"n_iter": step, "curve": curve, "dual": dual, "primal": primal, "gap": max(gap, 0.0)},
+        )
 
     def _scores(self, Xt: np.ndarray) -> np.ndarray:
         if self.kernel == "linear":
@@ -508,4 +549,3 @@ class RankSVM(_RankingModel):
         """Ranking outputs f_k(x) = ⟨w_k, φ(x)⟩ + b_k, shape (n, q); higher = more relevant."""
         check_is_fitted(self, "threshold_coef_")
         return self._scores(self._transform(self._check_predict_data(X)))
-

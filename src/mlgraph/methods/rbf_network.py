@@ -83,8 +83,9 @@ def _n_distinct(X: np.ndarray) -> int:
     return int(np.unique(X, axis=0).shape[0])
 
 
-def kmeans_centres(X: np.ndarray, k: int, sample_weight: np.ndarray | None, random_state,
-                   max_iter: int = 100) -> np.ndarray:
+def kmeans_centres(
+    X: np.ndarray, k: int, sample_weight: np.ndarray | None, random_state, max_iter: int = 100
+) -> np.ndarray:
     """k-means centres (k-means++, one initialisation); k is capped at the distinct rows of X."""
     k = max(1, min(int(k), _n_distinct(X)))
     km = KMeans(n_clusters=k, n_init=1, max_iter=max_iter, random_state=random_state)
@@ -117,8 +118,9 @@ def rbf_design(X: np.ndarray, centres: np.ndarray, sigma: float) -> np.ndarray:
     return np.hstack([np.ones((X.shape[0], 1)), G])
 
 
-def weighted_least_squares(Phi: np.ndarray, T: np.ndarray, sample_weight: np.ndarray | None = None,
-                           ridge: float = 0.0) -> np.ndarray:
+def weighted_least_squares(
+    Phi: np.ndarray, T: np.ndarray, sample_weight: np.ndarray | None = None, ridge: float = 0.0
+) -> np.ndarray:
     """argmin_W Σ_i w_i ‖Φ_i W − T_i‖² + ridge · n · ‖W[1:]‖²  (the bias row, Φ[:, 0], is not
     penalised), with w normalised to mean 1 over the n rows; LAPACK gelsd on the stacked system."""
     n, p = Phi.shape
@@ -180,8 +182,9 @@ class RBFNetwork(ClassifierMixin, BaseEstimator):
         "max_iter": (positive_int, "a positive int"),
     }
 
-    def __init__(self, n_centres=0.1, width_factor=0.5, ridge=1e-6, standardize=True, max_iter=100,
-                 random_state=0):
+    def __init__(
+        self, n_centres=0.1, width_factor=0.5, ridge=1e-6, standardize=True, max_iter=100, random_state=0
+    ):
         self.n_centres = n_centres
         self.width_factor = width_factor
         self.ridge = ridge
@@ -291,8 +294,9 @@ class MLRBF(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
             if positives.shape[0] == 0:
                 counts.append(0)
                 continue
-            C = kmeans_centres(positives, math.ceil(self.alpha * positives.shape[0]), None,
-                               self.random_state, self.max_iter)
+            C = kmeans_centres(
+                positives, math.ceil(self.alpha * positives.shape[0]), None, self.random_state, self.max_iter
+            )
             centres.append(C)
             counts.append(C.shape[0])
         self.centres_ = np.vstack(centres)

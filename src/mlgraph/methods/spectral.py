@@ -98,8 +98,9 @@ def renyi_entropy(K: np.ndarray) -> float:
     return float(-np.log(np.mean(K)))
 
 
-def select_prototypes(X: np.ndarray, n_prototypes: int, sigma: float, n_iter: int,
-                      random_state=0) -> np.ndarray:
+def select_prototypes(
+    X: np.ndarray, n_prototypes: int, sigma: float, n_iter: int, random_state=0
+) -> np.ndarray:
     """Indices of ``n_prototypes`` rows of X chosen by the quadratic Rényi entropy swap search.
 
     ``rng = numpy.random.default_rng(random_state)``; ``perm = rng.permutation(n)`` puts the
@@ -117,20 +118,20 @@ def select_prototypes(X: np.ndarray, n_prototypes: int, sigma: float, n_iter: in
         return np.sort(perm[:m])
     out_slot = rng.integers(m, size=n_iter)
     in_slot = rng.integers(m, n, size=n_iter)
-    P = X[perm[:m]]                                 # working set, updated in place
+    P = X[perm[:m]]  # working set, updated in place
     p_sq = np.einsum("ij,ij->i", P, P)
-    K = gaussian_kernel(P, sigma=sigma)             # its kernel matrix, m x m
-    rows = K.sum(axis=1)                            # row sums; the kernel sum is rows.sum()
+    K = gaussian_kernel(P, sigma=sigma)  # its kernel matrix, m x m
+    rows = K.sum(axis=1)  # row sums; the kernel sum is rows.sum()
     scale = -0.5 / sigma**2
-    for a, j in zip(out_slot, in_slot):
+    for a, j in zip(out_slot, in_slot, strict=True):
         x = X[perm[j]]
         x_sq = x @ x
         k = np.exp(np.maximum(p_sq + x_sq - 2.0 * (P @ x), 0.0) * scale)  # K(x, p_i), i = 1..m
         # Change of the kernel sum when x replaces p_a: the row and column of p_a leave, those
         # of x enter (the diagonal K(x, x) = K(p_a, p_a) = 1 cancels).
-        k_in = k.sum() - k[a]                       # Σ_{i≠a} K(x, p_i)
-        if k_in < rows[a] - K[a, a]:                # smaller sum, larger entropy: keep the swap
-            k[a] = 1.0                              # K(x, x) on the new diagonal
+        k_in = k.sum() - k[a]  # Σ_{i≠a} K(x, p_i)
+        if k_in < rows[a] - K[a, a]:  # smaller sum, larger entropy: keep the swap
+            k[a] = 1.0  # K(x, x) on the new diagonal
             rows += k - K[a]
             rows[a] = k.sum()
             K[a, :] = k
@@ -154,8 +155,9 @@ def nystrom_degrees(Phi: np.ndarray) -> np.ndarray:
     return np.maximum(Phi @ Phi.sum(axis=0), DEGREE_FLOOR)
 
 
-def solve_primal(Phi: np.ndarray, degrees: np.ndarray, C: np.ndarray, labelled: np.ndarray,
-                 gamma1: float, gamma2: float) -> tuple[np.ndarray, np.ndarray]:
+def solve_primal(
+    Phi: np.ndarray, degrees: np.ndarray, C: np.ndarray, labelled: np.ndarray, gamma1: float, gamma2: float
+) -> tuple[np.ndarray, np.ndarray]:
     """(W, b) solving the stationarity system (S) of the primal (P) for every column of C.
 
     Phi : n×r explicit features; degrees : the n diagonal entries of D; C : n×q codes (rows of
@@ -164,10 +166,10 @@ def solve_primal(Phi: np.ndarray, degrees: np.ndarray, C: np.ndarray, labelled: 
     """
     n, r = Phi.shape
     a = labelled.astype(np.float64)
-    R = gamma2 * a - gamma1 / degrees                          # diagonal of γ2 A − γ1 D⁻¹
-    F = np.hstack([Phi, np.ones((n, 1))])                      # [Φ̂ 1]
-    M = F.T @ (R[:, None] * F)                                 # [Φ̂ 1]ᵀ R [Φ̂ 1]
-    M[np.arange(r), np.arange(r)] += 1.0                       # + I on the w block
+    R = gamma2 * a - gamma1 / degrees  # diagonal of γ2 A − γ1 D⁻¹
+    F = np.hstack([Phi, np.ones((n, 1))])  # [Φ̂ 1]
+    M = F.T @ (R[:, None] * F)  # [Φ̂ 1]ᵀ R [Φ̂ 1]
+    M[np.arange(r), np.arange(r)] += 1.0  # + I on the w block
     rhs = gamma2 * (F.T @ np.where(labelled[:, None], C, 0.0))  # γ2 [Φ̂ 1]ᵀ A c
     sol = scipy.linalg.solve(M, rhs, assume_a="sym", check_finite=False)
     return sol[:r], sol[r]
@@ -196,8 +198,17 @@ class MLFSKSC(ScoreThresholdMixin, MultiLabelClassifierMixin, TransformerMixin, 
         "eig_tol": (lambda v: nonneg(v) and v < 1, "a number in [0, 1)"),
     }
 
-    def __init__(self, gamma1=0.9, gamma2=1.0, sigma=None, sigma_scale=1.0, n_prototypes=200,
-                 entropy_iterations=2000, eig_tol=1e-10, random_state=0):
+    def __init__(
+        self,
+        gamma1=0.9,
+        gamma2=1.0,
+        sigma=None,
+        sigma_scale=1.0,
+        n_prototypes=200,
+        entropy_iterations=2000,
+        eig_tol=1e-10,
+        random_state=0,
+    ):
         self.gamma1 = gamma1
         self.gamma2 = gamma2
         self.sigma = sigma
@@ -217,16 +228,16 @@ class MLFSKSC(ScoreThresholdMixin, MultiLabelClassifierMixin, TransformerMixin, 
         base_sigma = median_sigma(Xs, random_state=self.random_state) if self.sigma is None else self.sigma
         self.sigma_ = float(base_sigma) * self.sigma_scale
 
-        idx = select_prototypes(Xs, self.n_prototypes, self.sigma_, self.entropy_iterations,
-                                random_state=self.random_state)
+        idx = select_prototypes(
+            Xs, self.n_prototypes, self.sigma_, self.entropy_iterations, random_state=self.random_state
+        )
         P = Xs[idx]
         K_mm = gaussian_kernel(P, sigma=self.sigma_)
-        self.components_ = nystrom_map(K_mm, self.eig_tol)                  # U Λ^-½, m×r
+        self.components_ = nystrom_map(K_mm, self.eig_tol)  # U Λ^-½, m×r
         Phi = gaussian_kernel(Xs, P, sigma=self.sigma_) @ self.components_  # Φ̂ = K_nm U Λ^-½
         self.degrees_ = nystrom_degrees(Phi)
-        C = np.where(labelled[:, None], 2.0 * Y - 1.0, 0.0)                 # ±1 / 0 codes
-        self.coef_, self.intercept_ = solve_primal(Phi, self.degrees_, C, labelled,
-                                                   self.gamma1, self.gamma2)
+        C = np.where(labelled[:, None], 2.0 * Y - 1.0, 0.0)  # ±1 / 0 codes
+        self.coef_, self.intercept_ = solve_primal(Phi, self.degrees_, C, labelled, self.gamma1, self.gamma2)
         self.prototype_indices_ = idx
         self.prototypes_ = P
         self.entropy_ = renyi_entropy(K_mm)
@@ -245,4 +256,3 @@ class MLFSKSC(ScoreThresholdMixin, MultiLabelClassifierMixin, TransformerMixin, 
     def decision_function(self, X) -> np.ndarray:
         """Label scores e_l(x) = φ̂(x)ᵀw_l + b_l, one column per label."""
         return self.transform(X) @ self.coef_ + self.intercept_
-

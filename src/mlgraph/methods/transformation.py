@@ -105,8 +105,13 @@ from mlgraph.methods.base import (
     standardisation,
 )
 
-__all__ = ["BinaryRelevance", "CalibratedLabelRanking", "EnsembleClassifierChains", "RAkEL",
-           "default_base_estimator"]
+__all__ = [
+    "BinaryRelevance",
+    "CalibratedLabelRanking",
+    "EnsembleClassifierChains",
+    "RAkEL",
+    "default_base_estimator",
+]
 
 # Bound on the (samples × pairwise models) block of votes that CLR holds at once (float64).
 _BLOCK_ELEMENTS = 1 << 22
@@ -120,13 +125,19 @@ def default_base_estimator() -> LogisticRegression:
 
 
 def _valid_base(v) -> bool:
-    return v is None or (hasattr(v, "fit") and hasattr(v, "predict")
-                         and (hasattr(v, "predict_proba") or hasattr(v, "decision_function")))
+    return v is None or (
+        hasattr(v, "fit")
+        and hasattr(v, "predict")
+        and (hasattr(v, "predict_proba") or hasattr(v, "decision_function"))
+    )
 
 
 def _valid_seed(v) -> bool:
-    return v is None or isinstance(v, np.random.RandomState) or (
-        isinstance(v, Integral) and not isinstance(v, bool) and v >= 0)
+    return (
+        v is None
+        or isinstance(v, np.random.RandomState)
+        or (isinstance(v, Integral) and not isinstance(v, bool) and v >= 0)
+    )
 
 
 def _in_unit_closed(v) -> bool:
@@ -172,8 +183,11 @@ class _Transformation(MultiLabelClassifierMixin, BaseEstimator):
     """Shared input handling: validation, optional standardisation, labelled rows only."""
 
     _rules = {
-        "base_estimator": (_valid_base, "None (logistic regression) or a classifier with fit, "
-                                        "predict and predict_proba or decision_function"),
+        "base_estimator": (
+            _valid_base,
+            "None (logistic regression) or a classifier with fit, "
+            "predict and predict_proba or decision_function",
+        ),
         "standardize": (lambda v: isinstance(v, bool), "True or False"),
     }
 
@@ -328,8 +342,16 @@ class EnsembleClassifierChains(ScoreThresholdMixin, _Transformation):
         "random_state": (_valid_seed, "None, a non-negative integer or a numpy RandomState"),
     }
 
-    def __init__(self, base_estimator=None, n_chains=10, bootstrap=True, max_samples=1.0,
-                 threshold=0.5, random_state=0, standardize=True):
+    def __init__(
+        self,
+        base_estimator=None,
+        n_chains=10,
+        bootstrap=True,
+        max_samples=1.0,
+        threshold=0.5,
+        random_state=0,
+        standardize=True,
+    ):
         self.base_estimator = base_estimator
         self.n_chains = n_chains
         self.bootstrap = bootstrap
@@ -355,7 +377,9 @@ class EnsembleClassifierChains(ScoreThresholdMixin, _Transformation):
                 rows = np.arange(n)
             Xc, Yc = X[rows], Y[rows][:, order]  # Yc: targets in chain order
             Yf = Yc.astype(np.float64)  # the same values as extra features
-            Xaug = sp.hstack([Xc, sp.csr_matrix(Yf)], format="csr") if sp.issparse(Xc) else np.hstack([Xc, Yf])
+            Xaug = (
+                sp.hstack([Xc, sp.csr_matrix(Yf)], format="csr") if sp.issparse(Xc) else np.hstack([Xc, Yf])
+            )
             d = Xc.shape[1]
             self.chains_.append([_fit_one(base, Xaug[:, : d + t], Yc[:, t]) for t in range(q)])
             self.orders_.append(order)
@@ -367,7 +391,7 @@ class EnsembleClassifierChains(ScoreThresholdMixin, _Transformation):
         X = self._validate_predict(X, "chains_")
         n, q, d = X.shape[0], self.n_labels_, X.shape[1]
         out = np.empty((len(self.chains_), n, q))
-        for c, (order, models) in enumerate(zip(self.orders_, self.chains_)):
+        for c, (order, models) in enumerate(zip(self.orders_, self.chains_, strict=True)):
             if sp.issparse(X):
                 previous = np.zeros((n, q))
                 for t, model in enumerate(models):
@@ -413,8 +437,17 @@ class RAkEL(_Transformation):
         "random_state": (_valid_seed, "None, a non-negative integer or a numpy RandomState"),
     }
 
-    def __init__(self, base_estimator=None, k=3, m=None, voting="hard", scores="marginals",
-                 threshold=0.5, random_state=0, standardize=True):
+    def __init__(
+        self,
+        base_estimator=None,
+        k=3,
+        m=None,
+        voting="hard",
+        scores="marginals",
+        threshold=0.5,
+        random_state=0,
+        standardize=True,
+    ):
         self.base_estimator = base_estimator
         self.k = k
         self.m = m
@@ -454,8 +487,10 @@ class RAkEL(_Transformation):
         base, q = self._base(), Y.shape[1]
         needs_proba = self.voting == "soft" or self.scores == "marginals"
         if needs_proba and not hasattr(base, "predict_proba"):
-            raise ValueError("RAkEL: parameters voting='soft' and scores='marginals' need a base_estimator "
-                             "with predict_proba (set scores='votes' for this base learner)")
+            raise ValueError(
+                "RAkEL: parameters voting='soft' and scores='marginals' need a base_estimator "
+                "with predict_proba (set scores='votes' for this base learner)"
+            )
         self.k_ = min(self.k, q)
         self.m_ = min(2 * q if self.m is None else self.m, math.comb(q, self.k_))
         rng = check_random_state(self.random_state)
@@ -480,9 +515,10 @@ class RAkEL(_Transformation):
         n, q = X.shape[0], self.n_labels_
         V = np.empty((n, self.m_ * self.k_))  # column r·k + b: model r's output for its bit b
         for r, model in enumerate(self.estimators_):
-            V[:, r * self.k_:(r + 1) * self.k_] = self._model_votes(model, X, soft)
-        S = sp.csr_matrix((np.ones(V.shape[1]), (np.arange(V.shape[1]), self.labelsets_.ravel())),
-                          shape=(V.shape[1], q))
+            V[:, r * self.k_ : (r + 1) * self.k_] = self._model_votes(model, X, soft)
+        S = sp.csr_matrix(
+            (np.ones(V.shape[1]), (np.arange(V.shape[1]), self.labelsets_.ravel())), shape=(V.shape[1], q)
+        )
         sums = np.asarray((S.T @ V.T).T)
         return np.divide(sums, self.coverage_, out=np.zeros((n, q)), where=self.coverage_ > 0)
 

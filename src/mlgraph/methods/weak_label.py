@@ -163,15 +163,14 @@ def row_normalise(W: sp.spmatrix) -> sp.csr_matrix:
 def _solve_spd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Exact minimiser of ½xᵀHx − bᵀx for symmetric PSD H: Cholesky, or minimum-norm lstsq."""
     try:
-        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=False), b,
-                                      check_finite=False)
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=False), b, check_finite=False)
     except np.linalg.LinAlgError:
         return scipy.linalg.lstsq(H, b, check_finite=False)[0]
 
 
-CG_TOL = 1e-12     # relative residual ‖b − Hx‖ ≤ CG_TOL ‖b‖ of the W and W* solves
-CG_MAXITER = 60    # then the dense float64 solve takes over
-REUSE_DL = 0.02    # keep a system's float32 factor while ‖L − L_factor‖_F ≤ REUSE_DL ‖L_factor‖_F …
+CG_TOL = 1e-12  # relative residual ‖b − Hx‖ ≤ CG_TOL ‖b‖ of the W and W* solves
+CG_MAXITER = 60  # then the dense float64 solve takes over
+REUSE_DL = 0.02  # keep a system's float32 factor while ‖L − L_factor‖_F ≤ REUSE_DL ‖L_factor‖_F …
 REUSE_MAXITER = 20  # … and CG with it converges within this many iterations
 
 
@@ -214,27 +213,31 @@ class _SSWLProblem:
         n, m, r, a = self.n, self.m, self.r, self.alpha
         Q = self.Q.astype(np.float32)
         rows = [np.flatnonzero(self.P[:, j]) for j in range(m)]
-        G = np.stack([Q[i].T @ Q[i] for i in rows])                   # Qᵀ diag(P_j) Q
+        G = np.stack([Q[i].T @ Q[i] for i in rows])  # Qᵀ diag(P_j) Q
         eye = np.eye(r, dtype=np.float32)
-        K = {"P": self.beta * eye + (1.0 + a - self.beta) * G,       # QᵀQ = I
-             "U": (self.beta + self.zeta + a) * (eye - G)}
+        K = {
+            "P": self.beta * eye + (1.0 + a - self.beta) * G,  # QᵀQ = I
+            "U": (self.beta + self.zeta + a) * (eye - G),
+        }
         if a == 0:
             return {key: (None, None, None, K[key]) for key in K}
         S, St = self.S.astype(np.float32), self.St.astype(np.float32)
         QP = (self.P[:, :, None].astype(np.float32) * Q[:, None, :]).reshape(n, m * r)
-        SQP = S @ QP                                                   # S [P_1∘Q, …, P_m∘Q]
-        SSQP = St @ SQP                                                # SᵀS [P_j∘Q]
+        SQP = S @ QP  # S [P_1∘Q, …, P_m∘Q]
+        SSQP = St @ SQP  # SᵀS [P_j∘Q]
         SQ, StQ = S @ Q, St @ Q
         SSQ = St @ SQ
         CP = np.stack([Q[i].T @ SQP[i] for i in rows]).reshape(m, r, m, r)
         EP = np.stack([Q[i].T @ SSQP[i] for i in rows]).reshape(m, r, m, r)
-        X = np.stack([Q[i].T @ SQ[i] for i in rows])                  # Qᵀ P_j S Q
-        Y = np.stack([StQ[i].T @ Q[i] for i in rows])                 # Qᵀ S P_k Q
-        Xe = np.stack([Q[i].T @ SSQ[i] for i in rows])                # Qᵀ P_j SᵀS Q
+        X = np.stack([Q[i].T @ SQ[i] for i in rows])  # Qᵀ P_j S Q
+        Y = np.stack([StQ[i].T @ Q[i] for i in rows])  # Qᵀ S P_k Q
+        Xe = np.stack([Q[i].T @ SSQ[i] for i in rows])  # Qᵀ P_j SᵀS Q
         CU = CP + (Q.T @ SQ)[None, :, None, :] - X[:, :, None, :] - Y.transpose(1, 0, 2)[None]
         EU = EP + (SQ.T @ SQ)[None, :, None, :] - Xe[:, :, None, :] - Xe.transpose(2, 0, 1)[None]
-        return {key: (E, C, np.ascontiguousarray(C.transpose(2, 3, 0, 1)), K[key])
-                for key, C, E in (("P", CP, EP), ("U", CU, EU))}
+        return {
+            key: (E, C, np.ascontiguousarray(C.transpose(2, 3, 0, 1)), K[key])
+            for key, C, E in (("P", CP, EP), ("U", CU, EU))
+        }
 
     # -- pieces of the objective -------------------------------------------------------------
     def N(self, X: np.ndarray, L: np.ndarray) -> np.ndarray:
@@ -249,8 +252,12 @@ class _SSWLProblem:
         P, U = self.P, self.U
         F, G = self.A @ W, self.A @ Ws
         O = P * F + U * G
-        return float(np.sum((P * F - P) ** 2) + self.alpha * np.sum(self.N(O, L) ** 2)
-                     + self.beta * np.sum((U * (F - G)) ** 2) + self.zeta * np.sum((U * G + U) ** 2))
+        return float(
+            np.sum((P * F - P) ** 2)
+            + self.alpha * np.sum(self.N(O, L) ** 2)
+            + self.beta * np.sum((U * (F - G)) ** 2)
+            + self.zeta * np.sum((U * G + U) ** 2)
+        )
 
     # -- the W and W* systems (whitened) ------------------------------------------------------
     def _hessian_times(self, key: str, V: np.ndarray, L: np.ndarray) -> np.ndarray:
@@ -269,21 +276,20 @@ class _SSWLProblem:
         m, r = self.m, self.r
         if self.alpha > 0:
             L32 = L.astype(np.float32)
-            H = (L32 @ L32.T)[:, None, :, None] * E                     # (LLᵀ⊗J)∘E
-            tmp = np.multiply(L32.T[:, None, :, None], C)                  # (Lᵀ⊗J)∘C
+            H = (L32 @ L32.T)[:, None, :, None] * E  # (LLᵀ⊗J)∘E
+            tmp = np.multiply(L32.T[:, None, :, None], C)  # (Lᵀ⊗J)∘C
             H -= tmp
-            H -= np.multiply(L32[:, None, :, None], CT, out=tmp)           # its transpose
+            H -= np.multiply(L32[:, None, :, None], CT, out=tmp)  # its transpose
             H *= np.float32(self.alpha)
         else:
             H = np.zeros((m, r, m, r), np.float32)
         j = np.arange(m)
         H[j, :, j, :] += K
         # H.T is the Fortran view of the symmetric H: LAPACK factors it in place.
-        c, info = scipy.linalg.lapack.spotrf(H.reshape(m * r, m * r).T, lower=1, overwrite_a=1,
-                                             clean=0)
+        c, info = scipy.linalg.lapack.spotrf(H.reshape(m * r, m * r).T, lower=1, overwrite_a=1, clean=0)
         if info != 0:
             return None
-        d = np.diagonal(c) ** 2                                            # pivots of H
+        d = np.diagonal(c) ** 2  # pivots of H
         return c if d.min() > 100 * np.finfo(np.float32).eps * d.max() else None  # else ~singular
 
     def _pcg(self, key, b, V, L, c, maxiter):
@@ -316,7 +322,7 @@ class _SSWLProblem:
                 Z, rz = Zn, rzn
             else:
                 return V, False
-            R = b - self._hessian_times(key, V, L)                         # drift check
+            R = b - self._hessian_times(key, V, L)  # drift check
         return V, True
 
     def _system(self, key: str, L: np.ndarray) -> np.ndarray:
@@ -327,8 +333,7 @@ class _SSWLProblem:
             M, D = self._masks[key]
             QM = (M[:, :, None] * self.Q[:, None, :]).reshape(self.n, m * r)
             SQM = self.S @ QM
-            K = np.stack([self.Q.T @ ((D[:, j] + self.alpha * M[:, j])[:, None] * self.Q)
-                          for j in range(m)])
+            K = np.stack([self.Q.T @ ((D[:, j] + self.alpha * M[:, j])[:, None] * self.Q) for j in range(m)])
             self._dense[key] = ((QM.T @ SQM).reshape(m, r, m, r), (SQM.T @ SQM).reshape(m, r, m, r), K)
         C, E, K = self._dense[key]
         cross = L.T[:, None, :, None] * C
@@ -424,8 +429,19 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         "label_similarity": (lambda v: v in LABEL_SIMILARITY, f"one of {LABEL_SIMILARITY}"),
     }
 
-    def __init__(self, alpha=1.6, beta=0.06, zeta=0.06, k=5, sigma=None, max_iter=20, tol=1e-5,
-                 label_similarity="free", random_state=0, memory=None):
+    def __init__(
+        self,
+        alpha=1.6,
+        beta=0.06,
+        zeta=0.06,
+        k=5,
+        sigma=None,
+        max_iter=20,
+        tol=1e-5,
+        label_similarity="free",
+        random_state=0,
+        memory=None,
+    ):
         self.alpha = alpha
         self.beta = beta
         self.zeta = zeta
@@ -443,30 +459,37 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         check_params(self, self._rules)
         X, Y, labelled = self._check_fit_data(X, Y)
         if self.k >= X.shape[0]:
-            raise ValueError(f"SSWL: parameter k={self.k!r} must be smaller than the number of "
-                             f"training points ({X.shape[0]})")
+            raise ValueError(
+                f"SSWL: parameter k={self.k!r} must be smaller than the number of "
+                f"training points ({X.shape[0]})"
+            )
         self.mean_, self.scale_ = standardisation(X)
         Xs = (X - self.mean_) / self.scale_
         self.sigma_ = knn_mean_sigma(Xs, self.k) if self.sigma is None else float(self.sigma)
-        W = cached_graph(self.memory, Xs, kind="knn", sigma=self.sigma_, weights="heat", k=self.k,
-                         random_state=self.random_state)
+        W = cached_graph(
+            self.memory,
+            Xs,
+            kind="knn",
+            sigma=self.sigma_,
+            weights="heat",
+            k=self.k,
+            random_state=self.random_state,
+        )
         self.graph_ = row_normalise(W)
-        self.active_ = np.isfinite(self.scale_)                 # constant features drop out
+        self.active_ = np.isfinite(self.scale_)  # constant features drop out
         A = np.hstack([Xs[:, self.active_], np.ones((X.shape[0], 1))])
         P, U = weak_label_masks(Y, labelled)
-        return _SSWLProblem(A, P, U, self.graph_, self.alpha, self.beta, self.zeta,
-                            self.label_similarity)
+        return _SSWLProblem(A, P, U, self.graph_, self.alpha, self.beta, self.zeta, self.label_similarity)
 
     @on_one_blas_thread
     def fit(self, X, Y):
         """Fit on all training points; rows of ``Y`` equal to −1 are unlabelled."""
         prob = self._problem(X, Y)
-        W = np.eye(prob.p, prob.m)                               # initial point of SSWL.m
+        W = np.eye(prob.p, prob.m)  # initial point of SSWL.m
         Ws = np.zeros((prob.p, prob.m))
         L = np.eye(prob.m)
         history = [prob.objective(W, Ws, L)]
-        n_iter = 0
-        for n_iter in range(1, self.max_iter + 1):
+        for _ in range(self.max_iter):
             W = prob.update_W(Ws, L)
             Ws = prob.update_Wstar(W, L)
             L = prob.update_L(W, Ws, L)
@@ -477,7 +500,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         self.coef_star_ = self._full(Ws)
         self.label_similarity_ = L
         self.objective_ = np.asarray(history)
-        self.n_iter_ = n_iter
+        self.n_iter_ = len(history) - 1
         return self
 
     def _full(self, W: np.ndarray) -> np.ndarray:
