@@ -33,6 +33,7 @@ from mlgraph.graphs import KINDS, WEIGHTS
 from mlgraph.methods.base import check_params, nonneg, positive, positive_int
 from mlgraph.methods.dual_set import DualSetEstimator, DualSetFromMultiLabel
 from mlgraph.metrics import DUAL_SET_METRICS, METRICS
+from mlgraph.profiles import PROFILES, check_data
 from mlgraph.protocols import protocol_inputs, uses_fixed_split
 from mlgraph.report import FIG1_METRICS, format_summary, plot_metrics_vs_rate, plot_rounds, save_figure
 from mlgraph.runner import Parallelism, resolve_parallelism, run_trials, summarise
@@ -265,6 +266,9 @@ _RUN_KEYS = {
     "metrics.empty_rows": (_one_of("mulan", "exclude"), "mulan or exclude"),
     "metrics.ties": (_one_of("mulan", "max"), "mulan or max"),
     "metrics.zero_division": (_one_of("warn", 0, 1), "warn, 0 or 1"),
+    "metrics.auc_single_class": (_one_of("skip", "nan"), "skip or nan"),
+    "profile.name": (_one_of(*PROFILES), " or ".join(PROFILES)),
+    "profile.distance": (_one_of("euclidean", "weka"), "euclidean or weka"),
     "dataset.n_labels": (_optional(positive_int), "null or a positive integer"),
     "dataset.subsample": (_optional(lambda v: positive(v) and v <= 1), "null or a fraction in (0, 1]"),
     "dataset.cv_train_size": (_optional(positive_int), "null or a positive integer"),
@@ -319,6 +323,7 @@ class Plan:
     metrics: list[str]
     parallelism: Parallelism
     evaluation: dict
+    notes: tuple[str, ...] = ()  # what the profile does not reach, logged with the run
 
 
 def _config_error(where: str, exc: BaseException) -> ConfigError:
@@ -348,12 +353,19 @@ def prepare(cfg: DictConfig, in_parallel_launcher: bool = False, launcher_jobs: 
         raise _config_error("method", exc.__cause__ or exc) from exc
     if isinstance(data, DualSetDataset) and not isinstance(estimator, DualSetEstimator):
         estimator = DualSetFromMultiLabel(estimator)  # one-hot sets, best label within each
+    try:  # the kNN steps learn the dataset's nominal attributes; a note where the profile stops
+        notes = check_data(estimator, data, cfg.method.name, **(cfg.get("profile") or {}))
+    except ValueError as exc:
+        raise _config_error("profile", exc) from exc
+    for note in notes:
+        log.warning("%s", note)
     check_estimator_params(estimator)
     options = cfg.get("metrics") or {}
     evaluation = {
         "empty_rows": options.get("empty_rows", "mulan"),
         "ties": options.get("ties", "mulan"),
         "zero_division": options.get("zero_division", "warn"),
+        "auc_single_class": options.get("auc_single_class", "skip"),
         "diagnostics": True,
     }
     metrics = task_metrics(data)
@@ -362,7 +374,7 @@ def prepare(cfg: DictConfig, in_parallel_launcher: bool = False, launcher_jobs: 
     parallelism = resolve_parallelism(
         cfg.n_jobs, in_parallel_launcher, n_trials=len(trials), launcher_jobs=launcher_jobs
     )
-    return Plan(data, estimator, trials, metrics, parallelism, evaluation)
+    return Plan(data, estimator, trials, metrics, parallelism, evaluation, tuple(notes))
 
 
 class Checkpoint:
@@ -517,6 +529,8 @@ def _tracked(
                     "dataset_shape": f"{data.n_samples}x{data.n_features}x"
                     f"{getattr(data, 'n_labels', data.Y.shape[1])}",
                 }
+                if plan.notes:
+                    tags["profile_notes"] = " ".join(plan.notes)[:5000]
                 if previous is not None:
                     tags["resumed_trials"] = str(len(done))
                     log.info(
@@ -625,12 +639,19 @@ def _edge_case_notes(table: pd.DataFrame, metrics: list[str], cfg) -> list[str]:
     notes = []
     if "n_degenerate_labels" in ok and ok.n_degenerate_labels.gt(0).any():
         hit = ok.n_degenerate_labels.gt(0)
-        zero_division = (cfg.get("metrics") or {}).get("zero_division", "warn")
+        options = cfg.get("metrics") or {}
+        zero_division = options.get("zero_division", "warn")
+        auc = options.get("auc_single_class", "skip")
         notes.append(
             f"{int(hit.sum())} of {len(ok)} trials have labels with no positive or no negative "
             f"test instance (up to {int(ok.n_degenerate_labels.max())} labels): their F1 terms are "
             f"undefined and count as metrics.zero_division={zero_division} "
-            f"({'0' if zero_division == 'warn' else zero_division}); macro_auc leaves them out."
+            f"({'0' if zero_division == 'warn' else zero_division}); macro_auc "
+            + (
+                "leaves them out (metrics.auc_single_class=skip; MULAN's is NaN)."
+                if auc == "skip"
+                else "is NaN (metrics.auc_single_class=nan, MULAN's rule)."
+            )
         )
     for metric in metrics:
         undefined = ok[metric].isna() if metric in ok else pd.Series(dtype=bool)

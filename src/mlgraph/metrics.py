@@ -6,8 +6,30 @@ predicted label sets.  For instance i, ``P_i`` is its set of relevant labels,
 ``N_i`` its irrelevant ones and ``Z_i`` its predicted ones.  A row is *empty*
 when ``P_i`` is empty and *full* when every label is relevant.
 
-Conventions (defaults reproduce MULAN's ``mulan.evaluation.Evaluator``)
-----------------------------------------------------------------------
+Profiles
+--------
+Each rule below that differs between tools is an option; a *profile*
+(:mod:`mlgraph.profiles`, ``evaluate(..., profile=...)``, ``profile=`` on the command line)
+sets them all at once:
+
+=================  ========================  ======================================
+option             ``profile="mlgraph"``     ``profile="mulan"``
+                   (the defaults)            (MULAN's ``mulan.evaluation.measure``)
+=================  ========================  ======================================
+``empty_rows``     ``"mulan"``               ``"mulan"``
+``ties``           ``"mulan"``               ``"mulan"``
+``zero_division``  ``"warn"`` (0, warned)    ``1.0``
+``auc_single_     ``"skip"``                ``"nan"``
+class``
+=================  ========================  ======================================
+
+So the defaults reproduce MULAN's ranking metrics (average precision, one-error, coverage,
+ranking loss), Hamming loss, micro-AUC and the example-based metrics, and differ from MULAN
+in two places only: an F1 with TP = FP = FN = 0 (0 here, 1 in MULAN) and macro-AUC with a
+label of one class in Y (left out of the mean here, NaN in MULAN).
+
+Conventions
+-----------
 Every ranking metric takes ``empty_rows`` and ``ties``:
 
 ``empty_rows="mulan"`` (default), MULAN's measures in ``mulan.evaluation.measure``:
@@ -16,7 +38,7 @@ an empty row has coverage 0, one-error 1 and ranking loss 0; a full row has
 ranking loss 0 and otherwise scores by the formulas below.
 ``empty_rows="exclude"``: empty *and* full rows are dropped from all four
 ranking metrics (the rule of Zhang & Zhou's MATLAB code for average precision
-and ranking loss, and mlgraph's former default); NaN if no row remains.
+and ranking loss); NaN if no row remains.
 
 ``ties="mulan"`` (default): a strict ranking, as MULAN's
 ``MultiLabelOutput.ranksFromValues`` builds it (a stable ascending Weka sort,
@@ -46,9 +68,12 @@ coverage, smaller is better::
 
     coverage = mean_i max_{j in P_i} rank_i(j) - 1
 
-i.e. how far down the ranking one must go to cover all relevant labels.
-``normalize=True`` divides by q (paper 002 reports values in [0, 1]).
-Equals ``sklearn.metrics.coverage_error - 1`` with ``ties="max"``.
+i.e. how far down the ranking one must go to cover all relevant labels; an
+empty row has coverage 0.  ``normalize=True`` divides by q (paper 002 reports
+values in [0, 1]).  With ``ties="max"`` it equals
+``sklearn.metrics.coverage_error(Y, scores) - 1 + n_empty / n`` (scikit-learn
+scores an empty row 0 before the -1, not 1), so exactly ``coverage_error - 1``
+when no row of Y is empty.
 
 ranking loss, smaller is better: fraction of (relevant, irrelevant) pairs
 ranked in the wrong order, ``rank_i(j) > rank_i(k)`` (with ``ties="max"`` a
@@ -57,8 +82,13 @@ tie counts as wrong, as in scikit-learn)::
     RL = mean_i |{(j, k) in P_i x N_i : rank_i(j) > rank_i(k)}| / (|P_i| |N_i|)
 
 macro AUC, greater is better: mean over labels of the ROC AUC of that
-label's score column (ties get half credit, as in the Mann-Whitney U);
-labels whose column of ``Y`` holds one class are skipped, NaN if none remains.
+label's score column (ties get half credit, as in the Mann-Whitney U; equal
+to ``sklearn.metrics.roc_auc_score(Y, scores, average="macro")`` when every
+label has both classes, and to Weka's ``ThresholdCurve.getROCArea`` per
+label).  A label whose column of ``Y`` holds one class has no AUC:
+``auc_single_class="skip"`` (default) leaves it out of the mean (NaN if no
+label remains; scikit-learn raises a ValueError instead),
+``auc_single_class="nan"`` makes the mean NaN, as MULAN's ``MacroAUC`` does.
 
 micro AUC, greater is better: the ROC AUC of all n*q (score, label) pairs
 pooled (``sklearn.metrics.roc_auc_score(average="micro")``, MULAN's
@@ -81,6 +111,8 @@ macro-F1 and globally for micro-F1, as in ``sklearn.metrics.f1_score``:
 ``"warn"`` (default, scikit-learn's) scores 0.0 and warns
 (:class:`DegenerateLabelWarning`), 0.0 or 1.0 score that value, ``np.nan``
 leaves such labels out of the macro mean (NaN if no label remains).
+``zero_division=1.0`` is MULAN's rule (``InformationRetrievalMeasures.fMeasure``
+returns 1 when TP + FP + FN = 0, in ``MacroFMeasure`` and ``MicroFMeasure``).
 
 Example-based bipartition metrics (input ``Y_pred``), greater is better
 ----------------------------------------------------------------------
@@ -152,6 +184,7 @@ __all__ = [
 
 EmptyRows = Literal["mulan", "exclude"]
 Ties = Literal["mulan", "max"]
+AucSingleClass = Literal["skip", "nan"]
 ZeroDivision = Literal["warn"] | float
 
 
@@ -294,8 +327,10 @@ def coverage(
 
     ``empty_rows="mulan"``: an empty row has coverage 0 and a full row q - 1;
     ``"exclude"``: both are skipped (NaN if no row remains).  With
-    ``ties="max"`` equals ``sklearn.metrics.coverage_error - 1`` (scikit-learn
-    also scores empty rows 0).  ``normalize=True`` divides by q.
+    ``ties="max"`` and ``empty_rows="mulan"`` equals
+    ``sklearn.metrics.coverage_error(Y, scores) - 1 + n_empty / n`` (scikit-learn
+    scores an empty row 0, here 0 after the -1), i.e. ``coverage_error - 1``
+    when no row is empty.  ``normalize=True`` divides by q.
     """
     r = _ranking(Y, scores, empty_rows, ties)
     deepest = np.where(r.Y, r.rank, 1.0).max(axis=1) - 1.0  # an empty row reaches depth 0
@@ -332,14 +367,19 @@ def _column_auc(Yb: NDArray[np.bool_], S: NDArray[np.float64]) -> NDArray[np.flo
     return (rank_sum_pos - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
 
 
-def macro_auc(Y: ArrayLike, scores: ArrayLike) -> float:
+def macro_auc(Y: ArrayLike, scores: ArrayLike, auc_single_class: AucSingleClass = "skip") -> float:
     """Mean over labels of the ROC AUC, greater is better.
 
-    Labels whose column of Y has a single class have no AUC and are skipped;
-    NaN if none remains.
+    A label whose column of Y has a single class has no AUC: ``auc_single_class="skip"``
+    leaves it out (NaN if no label remains), ``"nan"`` makes the mean NaN (MULAN's
+    ``MacroAUC``: Weka's ROC area of such a label is NaN).
     """
+    _check_choice(auc_single_class, ("skip", "nan"), "auc_single_class")
     Yb = _as_binary(Y, "Y")
-    return _mean_or_nan(_column_auc(Yb, _as_scores(scores, Yb.shape)))
+    aucs = _column_auc(Yb, _as_scores(scores, Yb.shape))
+    if auc_single_class == "nan" and len(aucs) < Yb.shape[1]:
+        return float("nan")
+    return _mean_or_nan(aucs)
 
 
 def micro_auc(Y: ArrayLike, scores: ArrayLike) -> float:
@@ -524,7 +564,7 @@ METRICS: dict[str, MetricSpec] = {
     "coverage": MetricSpec(coverage, "scores", False, _RANKING_OPTIONS),
     "coverage_norm": MetricSpec(partial(coverage, normalize=True), "scores", False, _RANKING_OPTIONS),
     "ranking_loss": MetricSpec(ranking_loss, "scores", False, _RANKING_OPTIONS),
-    "macro_auc": MetricSpec(macro_auc, "scores", True),
+    "macro_auc": MetricSpec(macro_auc, "scores", True, ("auc_single_class",)),
     "micro_auc": MetricSpec(micro_auc, "scores", True),
     "subset_accuracy": MetricSpec(subset_accuracy, "pred", True),
     "example_precision": MetricSpec(example_precision, "pred", True),
@@ -552,24 +592,39 @@ def evaluate(
     Y_pred: ArrayLike | None,
     metrics: Iterable[str] | None = None,
     *,
-    empty_rows: EmptyRows = "mulan",
-    ties: Ties = "mulan",
-    zero_division: ZeroDivision = "warn",
+    profile: str = "mlgraph",
+    empty_rows: EmptyRows | None = None,
+    ties: Ties | None = None,
+    zero_division: ZeroDivision | None = None,
+    auc_single_class: AucSingleClass | None = None,
     diagnostics: bool = False,
 ) -> dict[str, float | int]:
     """Compute the named metrics (default: all of :data:`METRICS`).
 
     ``scores`` (finite) and ``Y_pred`` (binary) must have the shape of ``Y``;
-    either may be None when no requested metric needs it.  ``empty_rows`` and
-    ``ties`` go to the ranking metrics, ``zero_division`` to the F1s (see the
-    module docstring); ``diagnostics=True`` adds the counts of
+    either may be None when no requested metric needs it.  ``profile``
+    (``"mlgraph"`` or ``"mulan"``, :mod:`mlgraph.profiles`) sets ``empty_rows``
+    and ``ties`` (ranking metrics), ``zero_division`` (F1s) and
+    ``auc_single_class`` (macro-AUC); an option given explicitly wins (see the
+    module docstring).  ``diagnostics=True`` adds the counts of
     :func:`label_diagnostics` (multi-label Y only; dual-set metrics get none).
-    Raises ValueError naming the offending argument, option or an unknown metric.
+    Raises ValueError naming the offending argument, option, profile or an
+    unknown metric.
     """
+    from mlgraph.profiles import get_profile  # the profiles name these options
+
+    given = {
+        "empty_rows": empty_rows,
+        "ties": ties,
+        "zero_division": zero_division,
+        "auc_single_class": auc_single_class,
+    }
+    options = {k: v if v is not None else get_profile(profile).metrics[k] for k, v in given.items()}
     options = {
-        "empty_rows": _check_choice(empty_rows, ("mulan", "exclude"), "empty_rows"),
-        "ties": _check_choice(ties, ("mulan", "max"), "ties"),
-        "zero_division": _check_zero_division(zero_division),
+        "empty_rows": _check_choice(options["empty_rows"], ("mulan", "exclude"), "empty_rows"),
+        "ties": _check_choice(options["ties"], ("mulan", "max"), "ties"),
+        "zero_division": _check_zero_division(options["zero_division"]),
+        "auc_single_class": _check_choice(options["auc_single_class"], ("skip", "nan"), "auc_single_class"),
     }
     names = list(METRICS) if metrics is None else list(metrics)
     if names and set(names) <= set(DUAL_SET_METRICS):

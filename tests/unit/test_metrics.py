@@ -382,11 +382,10 @@ def test_micro_f1_zero_division():
 @pytest.mark.parametrize("bad", [0.5, "ignore", True, None, -1])
 def test_zero_division_is_validated(bad):
     Y = np.array([[1, 0], [0, 1]])
-    for call in (
-        lambda: M.micro_f1(Y, Y, zero_division=bad),
-        lambda: M.macro_f1(Y, Y, zero_division=bad),
-        lambda: M.evaluate(Y, None, Y, ["hamming_loss"], zero_division=bad),
-    ):
+    calls = [lambda: M.micro_f1(Y, Y, zero_division=bad), lambda: M.macro_f1(Y, Y, zero_division=bad)]
+    if bad is not None:  # evaluate's None means "the profile's"
+        calls.append(lambda: M.evaluate(Y, None, Y, ["hamming_loss"], zero_division=bad))
+    for call in calls:
         with pytest.raises(ValueError, match="zero_division"):
             call()
 
@@ -543,4 +542,8 @@ def test_evaluate_errors():
     with pytest.raises(ValueError, match="empty_rows"):
         M.evaluate(Y, S, P, empty_rows="drop")
     with pytest.raises(ValueError, match="ties"):
-        M.evaluate(Y, S, P, ties=None)
+        M.evaluate(Y, S, P, ties="min")
+    with pytest.raises(ValueError, match="auc_single_class"):
+        M.evaluate(Y, S, P, auc_single_class="drop")
+    with pytest.raises(ValueError, match="unknown profile 'weka'; known profiles: mlgraph, mulan"):
+        M.evaluate(Y, S, P, profile="weka")

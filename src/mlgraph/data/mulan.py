@@ -18,8 +18,13 @@ are the labels (``-C -22``: the last 22). Weka appends every filter run on the f
 leave the attributes alone, ``Reorder`` is followed, any other attribute filter is an error
 (the count would no longer say where the labels are).
 
-Missing feature values (``?``) are an error naming the file, line and attribute, or imputed on
-request (``missing="zero"`` or ``"mean"``); a missing label is always an error. Every problem is
+Nominal feature attributes are recorded in ``nominal_groups``: for each, the columns that encode
+it (one column of codes, or its one-hot columns), so that a distance can treat the attribute as
+one (Weka's: 0 when equal, 1 otherwise; see :mod:`mlgraph.graphs.weka`).
+
+Missing feature values (``?``) are an error naming the file, line and attribute, imputed on
+request (``missing="zero"`` or ``"mean"``), or kept as NaN (``missing="keep"``, for methods with
+rules of their own, e.g. Weka's distance); a missing label is always an error. Every problem is
 an :class:`~mlgraph.data.arff.ArffError` that names the file and never quotes its content.
 """
 
@@ -51,8 +56,8 @@ from mlgraph.data.arff import (
     show,
 )
 
-MissingPolicy = Literal["error", "zero", "mean"]
-MISSING_POLICIES = ("error", "zero", "mean")
+MissingPolicy = Literal["error", "zero", "mean", "keep"]
+MISSING_POLICIES = ("error", "zero", "mean", "keep")
 # MEKA's label count in the relation name: `NAME: ... -C n ...` (n < 0: the last |n|).
 _MEKA_COUNT = re.compile(r"(?:^|\s)-C\s*(-?\d+)")
 _WEKA_FILTER = "-weka.filters."
@@ -67,7 +72,9 @@ class MultiLabelDataset:
     """Features ``X`` (n x d; dense ndarray or CSR, float64) and labels ``Y`` (n x q int8, 0/1).
 
     ``sha256`` is the digest of the ARFF file exactly as stored (e.g. the .gz), ``source``
-    its path. Arrays make value equality meaningless, hence ``eq=False``.
+    its path. ``nominal_groups`` lists, per nominal feature attribute, the columns of X that
+    encode it (empty: every feature numeric). Arrays make value equality meaningless, hence
+    ``eq=False``.
     """
 
     name: str
@@ -77,6 +84,7 @@ class MultiLabelDataset:
     label_names: tuple[str, ...]
     sha256: str
     source: str
+    nominal_groups: tuple[tuple[int, ...], ...] = ()
 
     @property
     def n_samples(self) -> int:
@@ -140,9 +148,9 @@ def load_mulan(
     attributes at ``label_location``; without either, those of the MEKA header (``-C n`` in
     the relation name, see the module docstring). Label attributes must be nominal {0,1} or
     numeric 0/1 and are converted by value. ``drop`` names attributes to leave out.
-    ``missing``: a missing feature value (``?``) is an error (``"error"``), 0 (``"zero"``), or
+    ``missing``: a missing feature value (``?``) is an error (``"error"``), 0 (``"zero"``),
     the mean of its feature over ALL rows (``"mean"``, test rows included: use it for
-    exploration only); an infinite feature value is always an error.
+    exploration only), or NaN (``"keep"``); an infinite feature value is always an error.
     """
     _check_policy(missing)
     arff_path = Path(arff_path)
@@ -167,7 +175,17 @@ def load_mulan(
         label_names=tuple(parsed.attributes[j].name for j in label_idx),
         sha256=hashlib.sha256(raw).hexdigest(),
         source=source,
+        nominal_groups=nominal_groups(parsed, feature_attribute),
     )
+
+
+def nominal_groups(parsed: ArffData, column_attribute: list[int]) -> tuple[tuple[int, ...], ...]:
+    """For each nominal attribute among the feature columns, its columns (in column order)."""
+    groups: dict[int, list[int]] = {}
+    for column, j in enumerate(column_attribute):
+        if parsed.attributes[j].kind == "nominal":
+            groups.setdefault(j, []).append(column)
+    return tuple(tuple(cols) for cols in groups.values())
 
 
 def _check_policy(missing: str) -> None:
@@ -412,7 +430,7 @@ def check_missing(
 ) -> np.ndarray | sp.csr_matrix:
     """Apply the ``missing`` policy to the NaN of a feature matrix (in place): ``"error"``
     refuses them, ``"zero"`` puts 0, ``"mean"`` the mean of the feature's observed values
-    (sparse zeros count). An infinite value is always refused. ``locate(row, column)`` gives
+    (sparse zeros count), ``"keep"`` leaves them. An infinite value is always refused. ``locate(row, column)`` gives
     the (line, column) of a value in the file for the error."""
     _check_policy(missing)
     values = X.data if sp.issparse(X) else X
@@ -426,7 +444,7 @@ def check_missing(
             what = f"infinite value of feature {show(names[col])}"
         line, column = locate(row, col)
         raise ArffError(what, source=source, line=line, column=column)
-    if not nan.any():
+    if not nan.any() or missing == "keep":
         return X
     if missing == "zero":
         values[nan] = 0.0

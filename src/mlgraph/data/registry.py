@@ -37,7 +37,7 @@ from typing import Literal
 
 from tqdm import tqdm
 
-from mlgraph.data.mulan import MultiLabelDataset, load_mulan
+from mlgraph.data.mulan import MissingPolicy, MultiLabelDataset, load_mulan
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -270,6 +270,7 @@ def load_dataset(
     size: int | None = None,
     data_dir: str | Path | None = None,
     verify: bool = True,
+    missing: MissingPolicy = "error",
 ) -> MultiLabelDataset:
     """Find (``data_dir`` first), verify and load a MULAN dataset; ``load_dataset("bibtex")``
     loads a registered benchmark by name, as ``dataset=bibtex`` does.
@@ -283,6 +284,7 @@ def load_dataset(
     ``n_labels``; ``sha256``/``size`` are checked when given (:class:`ChecksumError`).
     ``url`` must be ``https://`` and needs a ``sha256`` unless ``verify=False``, which also
     skips the check of files found locally (a download with a known checksum is always checked).
+    ``missing``: what a missing feature value becomes (:func:`mlgraph.data.load_mulan`).
     """
     entry = registry().get(name)
     if entry is not None and entry.kind != "mulan":
@@ -308,7 +310,7 @@ def load_dataset(
     xml_path = (
         _locate(xml, _registered(entry, xml), None, None, None, extra, verify, "dataset.xml") if xml else None
     )
-    return load_mulan(arff_path, xml_path, n_labels, label_location, drop or (), name=name)
+    return load_mulan(arff_path, xml_path, n_labels, label_location, drop or (), name=name, missing=missing)
 
 
 def _registered(entry: DatasetEntry | None, filename: str | Path) -> RegisteredFile | None:

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mlgraph.data.arff import ArffData, read_arff
-from mlgraph.data.mulan import MultiLabelDataset
+from mlgraph.data.mulan import MissingPolicy, MultiLabelDataset
 from mlgraph.data.registry import dataset_path, find_file, load_dataset, registry
 
 __all__ = ["SPLIT_KEYS", "SplitDataset", "combine_split", "load_fixed_split"]
@@ -156,6 +156,7 @@ def load_fixed_split(
     data_dir: str | Path | None = None,
     verify: bool = True,
     split_overlap: Literal["drop", "keep", "error"] = "drop",
+    missing: MissingPolicy = "error",
     **full_file_keys,
 ) -> SplitDataset:
     """The published split of a dataset config's fields (``protocol=fixed``).
@@ -189,7 +190,17 @@ def load_fixed_split(
     if drop is None:
         drop = entry.drop if entry is not None else ()
     train, test = (
-        load_dataset(name, str(path), xml, n_labels, label_location, drop, data_dir=data_dir, verify=verify)
+        load_dataset(
+            name,
+            str(path),
+            xml,
+            n_labels,
+            label_location,
+            drop,
+            data_dir=data_dir,
+            verify=verify,
+            missing=missing,
+        )
         for path in paths
     )
     return combine_split(train, test, *paths, identifiers=drop, split_overlap=split_overlap)

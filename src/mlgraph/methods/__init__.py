@@ -8,6 +8,7 @@ from mlgraph.methods.dual_set import (
     IndependentDecomposition,
     LabelStacking,
 )
+from mlgraph.methods.knn import KNNClassifier
 from mlgraph.methods.label_manifold import ML2
 from mlgraph.methods.manifold import MLMR, MLMRRW
 from mlgraph.methods.mlknn import MLkNN
@@ -37,6 +38,7 @@ __all__ = [
     "CalibratedLabelRanking",
     "EnsembleClassifierChains",
     "RAkEL",
+    "KNNClassifier",
     "ML2",
     "MLFSKSC",
     "MLGFHF",

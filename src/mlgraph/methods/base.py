@@ -53,19 +53,19 @@ class MultiLabelClassifierMixin(ClassifierMixin):
     ``classes_``) and :meth:`_check_predict_data` before predicting.
     """
 
-    def _check_fit_data(self, X, Y, densify: bool = True) -> tuple:
+    def _check_fit_data(self, X, Y, densify: bool = True, allow_nan: bool = False) -> tuple:
         """Validated (X float64, Y int8 with −1 rows, labelled mask); sparse X is kept as CSR
-        when ``densify`` is False."""
-        X, Y = fitted_data(self, X, Y, densify=False)
+        when ``densify`` is False; NaN (missing values) only with ``allow_nan``."""
+        X, Y = fitted_data(self, X, Y, densify=False, allow_nan=allow_nan)
         Y, labelled = split_labelled(Y)
         if X.shape[0] != Y.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
         self.classes_ = [np.array([0, 1]) for _ in range(Y.shape[1])]
         return (dense(X) if densify else X), Y, labelled
 
-    def _check_predict_data(self, X, densify: bool = True):
+    def _check_predict_data(self, X, densify: bool = True, allow_nan: bool = False):
         """X validated against the features seen in ``fit`` (count and, for DataFrames, names)."""
-        return fitted_features(self, X, reset=False, densify=densify)
+        return fitted_features(self, X, reset=False, densify=densify, allow_nan=allow_nan)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -154,19 +154,23 @@ def dense(X) -> np.ndarray:
 _X_CHECKS = {"dtype": np.float64, "accept_sparse": "csr"}
 
 
-def fitted_features(est: BaseEstimator, X, reset: bool, densify: bool = True):
+def _x_checks(allow_nan: bool) -> dict:
+    return {**_X_CHECKS, "ensure_all_finite": "allow-nan"} if allow_nan else _X_CHECKS
+
+
+def fitted_features(est: BaseEstimator, X, reset: bool, densify: bool = True, allow_nan: bool = False):
     """X as float64 (dense, or CSR when not ``densify``) through scikit-learn's ``validate_data``:
     ``reset`` (in ``fit``) sets ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame),
-    otherwise they are checked, with scikit-learn's error message."""
-    X = validate_data(est, X, reset=reset, **_X_CHECKS)
+    otherwise they are checked, with scikit-learn's error message. NaN only with ``allow_nan``."""
+    X = validate_data(est, X, reset=reset, **_x_checks(allow_nan))
     return dense(X) if densify else X
 
 
-def fitted_data(est: BaseEstimator, X, Y, densify: bool = True) -> tuple:
+def fitted_data(est: BaseEstimator, X, Y, densify: bool = True, allow_nan: bool = False) -> tuple:
     """(X, Y) in ``fit``: X as :func:`fitted_features` with ``reset``, Y an array of any shape
     (the caller checks it); a missing Y gets scikit-learn's "requires y to be passed" error."""
     X, Y = validate_data(
-        est, X, Y, reset=True, validate_separately=(_X_CHECKS, {"dtype": None, "ensure_2d": False})
+        est, X, Y, reset=True, validate_separately=(_x_checks(allow_nan), {"dtype": None, "ensure_2d": False})
     )
     return (dense(X) if densify else X), Y
 

@@ -19,8 +19,18 @@ Notes on the implementation:
   r_t(l) > 1/2, i.e. P(H_1) P(E|H_1) > P(H_0) P(E|H_0), so a tie (r_t(l) = 1/2) predicts 0
   (scikit-multilearn predicts 1 on a tie, ``>=``); ``predict_from_scores`` applies that rule to
   scores already computed (the runner's path: the test neighbours are searched once).
-- Neighbours are Euclidean, on features z-scored with training statistics by default
-  (``standardize=True``; constant features get scale inf and drop out). Distances equal within a
+- ``metric="weka"``: the neighbours of MULAN's ML-kNN (``mulan.classifier.lazy.MLkNN``), which
+  searches them with Weka's ``LinearNNSearch`` and ``EuclideanDistance``: features min–max
+  normalised over the training rows, a nominal attribute (``nominal_groups``: its columns)
+  counting 0 when equal and 1 otherwise, Weka's rules for missing values (NaN is accepted), and
+  Weka's choice among tied neighbours (the instances left in its heap); see
+  :mod:`mlgraph.graphs.weka`. ``standardize`` does not apply (the distance normalises). The
+  rest of the method is MULAN's too (its priors, counts and posteriors are the formulas above),
+  except that MULAN draws an exact tie P(H_1)P(E|H_1) = P(H_0)P(E|H_0) at random where this
+  class predicts 0.
+- ``metric="euclidean"`` (default): neighbours are Euclidean, on features z-scored with
+  training statistics by default (``standardize=True``; constant features get scale inf and
+  drop out). Distances equal within a
   relative 1e-9 are ties, broken by the lower training index; distances below the rounding
   level of the Gram formula are recomputed as ‖a − b‖², so duplicate points are exactly tied
   (the rule of :func:`mlgraph.graphs.sparsify.nearest_columns` on double-precision Gram-formula
@@ -54,6 +64,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.graphs.kernels import one_blas_thread, squared_distances
 from mlgraph.graphs.sparsify import nearest_columns, row_smallest
+from mlgraph.graphs.weka import WekaEuclidean, weka_neighbours
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
     ScoreThresholdMixin,
@@ -81,6 +92,17 @@ _TIE_RTOL = 1e-9
 
 def _is_bool(v) -> bool:
     return isinstance(v, (bool, np.bool_))
+
+
+METRICS = ("euclidean", "weka")
+
+
+def _groups(v) -> bool:
+    """None, or a sequence of non-empty sequences of column indices (checked against X in fit)."""
+    try:
+        return v is None or all(len(g) > 0 and all(int(c) == c for c in g) for g in v)
+    except TypeError:
+        return False
 
 
 def _screen(key: np.ndarray, sq_a: np.ndarray, top_b: float, d: int, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -140,11 +162,16 @@ class MLkNN(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     standardize : z-score the features with training statistics before the neighbour search.
     self_neighbour : count each training point as its own first neighbour during ``fit``
         (scikit-multilearn's rule) instead of excluding it (the original rule).
+    metric : "euclidean" (z-scored with ``standardize``) or "weka" (Weka's EuclideanDistance
+        and search, as MULAN's ML-kNN; missing values as NaN allowed).
+    nominal_groups : for ``metric="weka"``, the columns of each nominal attribute (a list of
+        lists; a dataset's ``nominal_groups``); None: every column numeric.
 
     Fitted attributes: ``prior_`` (q,) P(H_1^l); ``cond_prob_true_`` and ``cond_prob_false_``
     (q, k+1) P(E_j^l | H_1^l) and P(E_j^l | H_0^l); ``counts_`` (q, k+1, 2) the frequency tables
     c' (``[..., 0]``) and c (``[..., 1]``); ``X_fit_`` and ``Y_fit_`` the (standardised) labelled
-    training rows and their labels; ``mean_``, ``scale_`` (None without standardisation).
+    training rows and their labels; ``mean_``, ``scale_`` (None without standardisation);
+    ``distance_`` the fitted :class:`~mlgraph.graphs.weka.WekaEuclidean` (None for euclidean).
     """
 
     _rules = {
@@ -152,13 +179,24 @@ class MLkNN(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         "s": (positive, "a positive number (smoothing s)"),
         "standardize": (_is_bool, "True or False"),
         "self_neighbour": (_is_bool, "True or False"),
+        "metric": (lambda v: v in METRICS, " or ".join(METRICS)),
+        "nominal_groups": (_groups, "None or a list of lists of column indices"),
     }
 
-    def __init__(self, k=10, s=1.0, standardize=True, self_neighbour=False):
+    def __init__(
+        self, k=10, s=1.0, standardize=True, self_neighbour=False, metric="euclidean", nominal_groups=None
+    ):
         self.k = k
         self.s = s
         self.standardize = standardize
         self.self_neighbour = self_neighbour
+        self.metric = metric
+        self.nominal_groups = nominal_groups
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self.metric == "weka"
+        return tags
 
     def _transform(self, X: np.ndarray) -> np.ndarray:
         return X if self.mean_ is None else (X - self.mean_) / self.scale_
@@ -171,6 +209,8 @@ class MLkNN(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         n = Xf.shape[0]
         if k == 0:
             return np.zeros((Q.shape[0], Yf.shape[1]), dtype=np.int32)
+        if self.distance_ is not None:
+            return weka_neighbours(self.distance_, Q, Xf, k, exclude_self=exclude_self) @ Yf
         sq_b, sq_q = np.einsum("ij,ij->i", Xf, Xf), np.einsum("ij,ij->i", Q, Q)
         top_b = sq_b.max(initial=0.0)
         low, high = _SINGLE_RANGE
@@ -201,7 +241,8 @@ class MLkNN(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     def fit(self, X, Y):
         """Fit on the labelled rows of ``(X, Y)``; rows of ``Y`` equal to −1 are dropped."""
         check_params(self, self._rules)
-        X, Y, labelled = self._check_fit_data(X, Y)
+        weka = self.metric == "weka"
+        X, Y, labelled = self._check_fit_data(X, Y, allow_nan=weka)
         X, Y = X[labelled], Y[labelled]
         m, q = Y.shape
         k, s = int(self.k), float(self.s)
@@ -212,7 +253,8 @@ class MLkNN(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
                 f"rows{'' if self.self_neighbour else ' − 1'}, self_neighbour="
                 f"{self.self_neighbour})"
             )
-        if self.standardize:
+        self.distance_ = WekaEuclidean(self.nominal_groups or ()).fit(X) if weka else None
+        if self.standardize and not weka:
             self.mean_, self.scale_ = standardisation(X)
         else:
             self.mean_ = self.scale_ = None
@@ -236,7 +278,7 @@ class MLkNN(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     def decision_function(self, X) -> np.ndarray:
         """Posterior probabilities r_t(l) = P(H_1^l | E^l_{C_t(l)}), higher = more relevant."""
         check_is_fitted(self, "cond_prob_true_")
-        X = self._check_predict_data(X)
+        X = self._check_predict_data(X, allow_nan=self.distance_ is not None)
         C = self._neighbour_counts(self._transform(X), int(self.k), exclude_self=False)
         labels = np.arange(C.shape[1])
         p_true = self.prior_ * self.cond_prob_true_[labels, C]
