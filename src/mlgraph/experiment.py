@@ -114,7 +114,10 @@ def task_metrics(data) -> list[str]:
 
 
 def _instantiate(group: DictConfig):
-    return instantiate({k: v for k, v in group.items() if k != "name"}, _convert_="all")
+    # resolved in place first: an interpolation of a nested node (a base estimator's
+    # ${oc.select:profile.distance,...}) then sees the whole config
+    fields = OmegaConf.to_container(group, resolve=True) if isinstance(group, DictConfig) else dict(group)
+    return instantiate({k: v for k, v in fields.items() if k != "name"}, _convert_="all")
 
 
 def make_estimator(method: DictConfig, selector: DictConfig | None = None, normalise: bool = False):

@@ -87,8 +87,10 @@ to ``sklearn.metrics.roc_auc_score(Y, scores, average="macro")`` when every
 label has both classes, and to Weka's ``ThresholdCurve.getROCArea`` per
 label).  A label whose column of ``Y`` holds one class has no AUC:
 ``auc_single_class="skip"`` (default) leaves it out of the mean (NaN if no
-label remains; scikit-learn raises a ValueError instead),
-``auc_single_class="nan"`` makes the mean NaN, as MULAN's ``MacroAUC`` does.
+label remains); ``auc_single_class="nan"`` makes the mean NaN, as MULAN's
+``MacroAUC`` does, and as ``roc_auc_score(average="macro")`` of scikit-learn
+1.9 does (it warns and scores such a label NaN; older releases raise a
+ValueError).
 
 micro AUC, greater is better: the ROC AUC of all n*q (score, label) pairs
 pooled (``sklearn.metrics.roc_auc_score(average="micro")``, MULAN's
@@ -387,7 +389,7 @@ def micro_auc(Y: ArrayLike, scores: ArrayLike) -> float:
 
     ``sklearn.metrics.roc_auc_score(Y, scores, average="micro")``.  NaN when
     every entry of Y is 0 (or every entry 1): no positive-negative pair to
-    order (scikit-learn raises a ValueError there).
+    order (scikit-learn 1.9 warns and returns NaN too; older releases raise a ValueError).
     """
     Yb = _as_binary(Y, "Y")
     S = _as_scores(scores, Yb.shape)

@@ -106,6 +106,30 @@ def _distance_keys(estimator) -> list[str]:
     return [f"{prefix}metric" for prefix, value in found if isinstance(value, (MLkNN, KNNClassifier))]
 
 
+def _give_groups(estimator, nominal_groups, method: str, profile: str) -> list[str]:
+    """Give the dataset's nominal groups to every kNN step whose metric is "weka" (None to the
+    others); the ``metric`` keys of the Weka steps."""
+    params = estimator.get_params(deep=True) if hasattr(estimator, "get_params") else {}
+    weka = [
+        key
+        for key in _distance_keys(estimator)
+        if (params.get(key) if key in params else estimator.metric) == "weka"
+    ]
+    groups = [list(g) for g in nominal_groups] or None
+    for key in _distance_keys(estimator):
+        estimator.set_params(
+            **{key.removesuffix("metric") + "nominal_groups": groups if key in weka else None}
+        )
+    steps = getattr(estimator, "steps", None)
+    if weka and groups and steps and len(steps) > 1:
+        raise ValueError(
+            f"profile={profile}: Weka's distance needs the dataset's columns to find its "
+            f"{len(groups)} nominal attributes, but the steps {[s for s, _ in steps[:-1]]} before "
+            f"{method} change the columns (set selector=none and protocol.normalise=false)"
+        )
+    return weka
+
+
 def configure(
     estimator, distance: str, nominal_groups=(), name: str | None = None, profile: str = ""
 ) -> list[str]:
@@ -117,46 +141,37 @@ def configure(
     when Weka's distance would see columns other than the dataset's (a pipeline step before the
     method, e.g. a feature selector, changes them) while the dataset has nominal attributes."""
     keys = _distance_keys(estimator)
-    label = name or type(estimator).__name__
-    if not keys:
-        return (
-            [
-                f"profile={profile}: method {label} has no Weka counterpart (no kNN step); the "
-                "profile's metric rules apply to it, its distance and feature scaling are its own"
-            ]
-            if distance == "weka"
-            else []
-        )
-    groups = [list(g) for g in nominal_groups] or None
-    for key in keys:
-        prefix = key.removesuffix("metric")
-        estimator.set_params(
-            **{key: distance, f"{prefix}nominal_groups": groups if distance == "weka" else None}
-        )
-    steps = getattr(estimator, "steps", None)
-    if distance == "weka" and groups and steps and len(steps) > 1:
-        raise ValueError(
-            f"profile={profile}: Weka's distance needs the dataset's columns to find its "
-            f"{len(groups)} nominal attributes, but the steps {[s for s, _ in steps[:-1]]} before "
-            f"{label} change the columns (set selector=none and protocol.normalise=false)"
-        )
-    return []
+    if keys:
+        estimator.set_params(**dict.fromkeys(keys, distance))
+    _give_groups(estimator, nominal_groups, name or type(estimator).__name__, profile)
+    return _notes(keys, distance, name or type(estimator).__name__, profile)
+
+
+def _notes(keys, distance: str, method: str, profile: str) -> list[str]:
+    if keys or distance != "weka":
+        return []
+    return [
+        f"profile={profile}: method {method} has no Weka counterpart (no kNN step); the profile's "
+        "metric rules apply to it, its distance and feature scaling are its own"
+    ]
 
 
 def check_data(
     estimator, data, method: str, name: str = "mlgraph", distance: str = "euclidean", missing: str = "error"
 ) -> list[str]:
     """Apply a run's profile keys (``profile.name``, ``.distance``, ``.missing``) to its
-    estimator and data: :func:`configure`, then refuse missing values (NaN kept by
-    ``missing="keep"``) that no step can take. Returns :func:`configure`'s notes."""
-    notes = configure(estimator, distance, getattr(data, "nominal_groups", ()), method, name)
+    estimator, whose kNN steps already have their ``metric`` from the config (a
+    ``method.metric`` given on the command line wins over the profile): the steps with Weka's
+    distance get the dataset's nominal groups; missing values (NaN kept by ``missing="keep"``)
+    that no step can take are refused. Returns the notes of :func:`configure`."""
+    weka = _give_groups(estimator, getattr(data, "nominal_groups", ()), method, name)
     X = getattr(data, "X", None)
     values = X.data if sp.issparse(X) else np.asarray(X if X is not None else [], dtype=float)
     n_missing = int(np.isnan(values).sum())
-    if n_missing and (distance != "weka" or not _distance_keys(estimator)):
+    if n_missing and (not weka or len(weka) < len(_distance_keys(estimator))):
         raise ValueError(
             f"dataset {getattr(data, 'name', '?')} has {n_missing} missing feature values, kept as "
             f"NaN (dataset.missing={missing}); method {method} cannot take them (only the kNN "
             "methods with Weka's distance can): set dataset.missing=zero or dataset.missing=mean"
         )
-    return notes
+    return _notes(_distance_keys(estimator), distance, method, name)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn import metrics as skm
+from sklearn.exceptions import UndefinedMetricWarning
 
 from mlgraph import metrics as M
 
@@ -123,6 +124,148 @@ def test_defaults_match_a_port_of_mulan(seed, ties):
     assert M.one_error(Y, S) == pytest.approx(expected["one_error"], rel=1e-12)
     assert M.coverage(Y, S) == pytest.approx(expected["coverage"], rel=1e-12)
     assert M.ranking_loss(Y, S) == pytest.approx(expected["ranking_loss"], rel=1e-12)
+
+
+def mulan_f_measure(tp, fp, fn):
+    """InformationRetrievalMeasures.fMeasure with beta = 1."""
+    if tp + fp + fn == 0:
+        return 1.0
+    return (2 * tp) / (2 * tp + fn + fp)
+
+
+def mulan_precision(tp, fp, fn):
+    """InformationRetrievalMeasures.precision."""
+    return 1.0 if tp + fp + fn == 0 else (0.0 if tp + fp == 0 else tp / (tp + fp))
+
+
+def mulan_recall(tp, fp, fn):
+    """InformationRetrievalMeasures.recall."""
+    return 1.0 if tp + fp + fn == 0 else (0.0 if tp + fn == 0 else tp / (tp + fn))
+
+
+def weka_roc_area(actual, probs):
+    """weka.classifiers.evaluation.ThresholdCurve: getCurve(predictions, 1) then getROCArea,
+    line by line (NaN when a class is absent: 0/0)."""
+    n = len(probs)
+    tot_pos = float(sum(actual))
+    tot_neg = n - tot_pos
+    order = sorted(range(n), key=lambda i: probs[i])
+    tp, fp, fn, tn = tot_pos, tot_neg, 0.0, 0.0
+    points, threshold, cum_pos, cum_neg = [], 0.0, 0.0, 0.0
+    for i, idx in enumerate(order):
+        if i == 0 or probs[idx] > threshold:
+            tp, fn, fp, tn = tp - cum_pos, fn + cum_pos, fp - cum_neg, tn + cum_neg
+            threshold = probs[idx]
+            points.append((tp, fp))
+            cum_pos = cum_neg = 0.0
+            if i == n - 1:
+                break
+        if actual[idx]:
+            cum_pos += 1
+        else:
+            cum_neg += 1
+    if fn != tot_pos or tn != tot_neg:
+        points.append((0.0, 0.0))
+    area, cum = 0.0, 0.0
+    for i, (tp_i, fp_i) in enumerate(points):
+        cip, cin = (tp_i - points[i + 1][0], fp_i - points[i + 1][1]) if i < len(points) - 1 else (tp_i, fp_i)
+        area += cip * (cum + 0.5 * cin)
+        cum += cin
+    total = points[0][0] * points[0][1]
+    return area / total if total else float("nan")
+
+
+def mulan_bipartition_measures(Y, P, S):
+    """MULAN's HammingLoss, SubsetAccuracy, ExampleBasedPrecision/Recall/FMeasure,
+    MicroFMeasure, MacroFMeasure, MacroAUC and MicroAUC, per instance and label as the
+    measure classes accumulate them."""
+    Yb, Pb = Y.astype(bool), P.astype(bool)
+    rows = []
+    for y, z in zip(Yb, Pb, strict=True):
+        tp, fp, fn = float((y & z).sum()), float((~y & z).sum()), float((y & ~z).sum())
+        rows.append((mulan_precision(tp, fp, fn), mulan_recall(tp, fp, fn), mulan_f_measure(tp, fp, fn)))
+    tp, fp, fn = (Yb & Pb).sum(0), (~Yb & Pb).sum(0), (Yb & ~Pb).sum(0)
+    label_auc = [weka_roc_area(Yb[:, j], S[:, j]) for j in range(Y.shape[1])]
+    return {
+        "hamming_loss": float(np.mean([(y != z).sum() / len(y) for y, z in zip(Yb, Pb, strict=True)])),
+        "subset_accuracy": float(np.mean([(y == z).all() for y, z in zip(Yb, Pb, strict=True)])),
+        "example_precision": float(np.mean([r[0] for r in rows])),
+        "example_recall": float(np.mean([r[1] for r in rows])),
+        "example_f1": float(np.mean([r[2] for r in rows])),
+        "micro_f1": mulan_f_measure(tp.sum(), fp.sum(), fn.sum()),
+        "macro_f1": float(np.mean([mulan_f_measure(*c) for c in zip(tp, fp, fn, strict=True)])),
+        "macro_auc": float(np.mean(label_auc)),  # Utils.mean: NaN if any label's area is NaN
+        "micro_auc": weka_roc_area(Yb.ravel(), S.ravel()),
+    }
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_profile_mulan_matches_a_port_of_every_mulan_measure(seed, ties):
+    """Every measure under profile="mulan" is MULAN's, with labels that are never positive (F1
+    with TP = FP = FN = 0, macro-AUC of a one-class label) and empty and full rows; the default
+    profile differs exactly there."""
+    Y, S = random_problem(seed, n=60, q=6, ties=ties)
+    P = random_predictions(Y, S)
+    Y[:, 5], P[:, 5] = 0, 0  # never positive, never predicted: F1 undefined, no AUC
+    Y[:, 4], P[:, 4] = 0, (S[:, 4] > 1.5).astype(int)  # never positive, predicted: F1 = 0
+    expected = {**mulan_measures(Y, S), **mulan_bipartition_measures(Y, P, S)}
+    expected["avg_precision"] = expected.pop("ap")
+    got = M.evaluate(Y, S, P, profile="mulan")
+    for name, value in expected.items():
+        assert got[name] == pytest.approx(value, rel=1e-12, nan_ok=True), name
+    assert np.isnan(got["macro_auc"])
+    with pytest.warns(M.DegenerateLabelWarning):
+        default = M.evaluate(Y, S, P)
+    differ = {"macro_f1", "macro_auc"}
+    for name in set(expected) - differ:
+        assert default[name] == pytest.approx(got[name], rel=1e-12), name
+    assert default["macro_f1"] == pytest.approx(got["macro_f1"] - 1 / 6)  # label 5: 0 instead of 1
+    two_class = [j for j in range(6) if 0 < Y[:, j].sum() < len(Y)]
+    assert default["macro_auc"] == pytest.approx(
+        np.mean([weka_roc_area(Y[:, j], S[:, j]) for j in two_class])
+    )
+    assert default["macro_auc"] == pytest.approx(skm.roc_auc_score(Y[:, two_class], S[:, two_class]))
+
+
+def test_micro_f1_when_nothing_is_positive():
+    """MULAN scores F1 = 1 when nothing is positive nor predicted; the default 0 (warned)."""
+    Z = np.zeros((4, 3), dtype=int)
+    assert M.evaluate(Z, None, Z, ["micro_f1", "macro_f1"], profile="mulan") == {
+        "micro_f1": 1.0,
+        "macro_f1": 1.0,
+    }
+    with pytest.warns(M.DegenerateLabelWarning):
+        assert M.evaluate(Z, None, Z, ["micro_f1", "macro_f1"]) == {"micro_f1": 0.0, "macro_f1": 0.0}
+
+
+def test_macro_auc_single_class_rule():
+    Y = np.array([[1, 0], [0, 0], [1, 0], [0, 0]])
+    S = np.array([[0.9, 0.1], [0.2, 0.3], [0.6, 0.2], [0.7, 0.4]])
+    assert M.macro_auc(Y, S) == pytest.approx(weka_roc_area(Y[:, 0], S[:, 0])) == 0.75
+    assert np.isnan(M.macro_auc(Y, S, auc_single_class="nan"))
+    assert M.macro_auc(Y[:, :1], S[:, :1], auc_single_class="nan") == 0.75
+    with pytest.warns(UndefinedMetricWarning, match="Only one class"):  # scikit-learn 1.9: NaN too
+        assert np.isnan(skm.roc_auc_score(Y, S, average="macro"))
+    with pytest.raises(ValueError, match="auc_single_class"):
+        M.macro_auc(Y, S, auc_single_class="zero")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_coverage_and_sklearn_coverage_error(seed):
+    """With ties="max": coverage = coverage_error − 1 + n_empty / n (scikit-learn scores an
+    empty row 0, not 1, before the −1); exactly coverage_error − 1 without empty rows."""
+    Y, S = random_problem(seed, ties=True)
+    n_empty = (Y.sum(1) == 0).sum()
+    assert n_empty >= 5
+    assert M.coverage(Y, S, ties="max") == pytest.approx(skm.coverage_error(Y, S) - 1 + n_empty / len(Y))
+    keep = Y.sum(1) > 0
+    assert M.coverage(Y[keep], S[keep], ties="max") == pytest.approx(skm.coverage_error(Y[keep], S[keep]) - 1)
+    # a small case: one empty row of three, 4/3 here and 1 by coverage_error − 1
+    Y3 = np.array([[1, 0, 0], [0, 0, 0], [1, 0, 0]])
+    S3 = np.array([[0.1, 0.5, 0.9], [0.3, 0.2, 0.1], [0.1, 0.2, 0.3]])
+    assert M.coverage(Y3, S3, ties="max") == pytest.approx(4 / 3)
+    assert skm.coverage_error(Y3, S3) - 1 == pytest.approx(1.0)
 
 
 def test_empty_and_full_rows_hand_example():
