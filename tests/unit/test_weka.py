@@ -13,6 +13,7 @@ import pytest
 from scipy.io import arff
 from shared_data import DATASETS, needs_datasets
 from sklearn.neighbors import KNeighborsClassifier
+from sklearn.utils.estimator_checks import parametrize_with_checks
 from weka_port import (
     k_nearest,
     mulan_measures,
@@ -201,6 +202,8 @@ def test_mlknn_weka_matches_mulans_on_emotions():
     expected = mulan_measures(Y_test, conf, pred)
     assert {k: round(got[k], 4) for k in expected} == {k: round(v, 4) for k, v in expected.items()}
     assert round(got["avg_precision"], 3) == 0.797  # MULAN's ML-kNN on this split
+    default = MLkNN().fit(ds.X[:n], ds.Y[:n])  # z-scored Euclidean neighbours: another result
+    assert round(M.average_precision(ds.Y[n:], default.decision_function(ds.X[n:])), 3) == 0.784
 
 
 @pytest.mark.parametrize("missing", [0.0, 0.15])
@@ -226,3 +229,8 @@ def test_knn_classifier_euclidean_is_sklearns():
         KNNClassifier(3, "cosine").fit(X, y)
     with pytest.raises(ValueError, match="contains NaN"):
         MLkNN().fit(np.where(X > 2, np.nan, X), (X[:, :2] > 0).astype(int))
+
+
+@parametrize_with_checks([KNNClassifier(3), KNNClassifier(3, "weka")])
+def test_knn_classifier_is_a_scikit_learn_classifier(estimator, check):
+    check(estimator)

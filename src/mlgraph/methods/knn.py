@@ -40,6 +40,8 @@ from mlgraph.methods.mlknn import METRICS, _groups
 
 __all__ = ["KNNClassifier"]
 
+_CHECKS = {"dtype": np.float64, "accept_sparse": "csr", "ensure_all_finite": "allow-nan"}
+
 
 class KNNClassifier(ClassifierMixin, BaseEstimator):
     """k-NN classifier: scikit-learn's (``metric="euclidean"``) or Weka's IBk (``"weka"``); see
@@ -72,12 +74,6 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    def _validate(self, X, y=None, reset=False):
-        checks = {"dtype": np.float64, "accept_sparse": "csr", "ensure_all_finite": "allow-nan"}
-        if y is None:
-            return dense(validate_data(self, X, reset=reset, **checks))
-        X, y = validate_data(self, X, y, reset=reset, validate_separately=(checks, {"ensure_2d": False}))
-        return dense(X), y
 
     def fit(self, X, y):
         check_params(self, self._rules)
@@ -86,7 +82,8 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
             self.classes_ = self.model_.classes_
             self.n_features_in_ = self.model_.n_features_in_
             return self
-        X, y = self._validate(X, y, reset=True)
+        X, y = validate_data(self, X, y, reset=True, **_CHECKS)  # y: 1-D, as long as X
+        X = dense(X)
         check_classification_targets(y)
         self.classes_, self.y_fit_ = np.unique(np.asarray(y).ravel(), return_inverse=True)
         self.distance_ = WekaEuclidean(self.nominal_groups or ()).fit(X)
@@ -98,7 +95,7 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "classes_")
         if self.metric == "euclidean":
             return self.model_.predict_proba(X)
-        X = self._validate(X)
+        X = dense(validate_data(self, X, reset=False, **_CHECKS))
         m, n_classes = len(self.y_fit_), len(self.classes_)
         k = min(int(self.n_neighbors), m)
         found = weka_neighbours(
