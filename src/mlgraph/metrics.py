@@ -12,16 +12,10 @@ Each rule below that differs between tools is an option; a *profile*
 (:mod:`mlgraph.profiles`, ``evaluate(..., profile=...)``, ``profile=`` on the command line)
 sets them all at once:
 
-=================  ========================  ======================================
-option             ``profile="mlgraph"``     ``profile="mulan"``
-                   (the defaults)            (MULAN's ``mulan.evaluation.measure``)
-=================  ========================  ======================================
-``empty_rows``     ``"mulan"``               ``"mulan"``
-``ties``           ``"mulan"``               ``"mulan"``
-``zero_division``  ``"warn"`` (0, warned)    ``1.0``
-``auc_single_     ``"skip"``                ``"nan"``
-class``
-=================  ========================  ======================================
+- ``profile="mlgraph"`` (the defaults): ``empty_rows="mulan"``, ``ties="mulan"``,
+  ``zero_division="warn"`` (0, warned), ``auc_single_class="skip"``;
+- ``profile="mulan"`` (MULAN's ``mulan.evaluation.measure``): ``empty_rows="mulan"``,
+  ``ties="mulan"``, ``zero_division=1.0``, ``auc_single_class="nan"``.
 
 So the defaults reproduce MULAN's ranking metrics (average precision, one-error, coverage,
 ranking loss), Hamming loss, micro-AUC and the example-based metrics, and differ from MULAN

@@ -690,3 +690,15 @@ def test_evaluate_errors():
         M.evaluate(Y, S, P, auc_single_class="drop")
     with pytest.raises(ValueError, match="unknown profile 'weka'; known profiles: mlgraph, mulan"):
         M.evaluate(Y, S, P, profile="weka")
+
+
+def test_only_exactly_equal_scores_tie():
+    """Scores 1e-9 apart are not tied (Weka's 1e-6 tolerance is not reproduced): the higher
+    one ranks first under both tie rules."""
+    Y = np.array([[1, 0]])
+    S = np.array([[0.5, 0.5 + 1e-9]])
+    for ties in ("mulan", "max"):
+        assert M.one_error(Y, S, ties=ties) == 1.0 and M.coverage(Y, S, ties=ties) == 1.0
+    assert M.one_error(Y, np.array([[0.5, 0.5]]), ties="max") == 1.0  # tied at the top: an error
+    assert M.one_error(Y, np.array([[0.5, 0.5]]), ties="mulan") == 1.0  # label 1 (higher index) first
+    assert M.one_error(Y[:, ::-1], np.array([[0.5, 0.5]]), ties="mulan") == 0.0

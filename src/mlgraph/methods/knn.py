@@ -74,7 +74,6 @@ class KNNClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-
     def fit(self, X, y):
         check_params(self, self._rules)
         if self.metric == "euclidean":
