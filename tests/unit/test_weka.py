@@ -1,4 +1,4 @@
-"""Weka's distance and search (mlgraph.graphs.weka), MLkNN(metric="weka") and the IBk base learner
+"""Weka's distance and search (mlgraph.methods.weka), MLkNN(metric="weka") and the IBk base learner
 against the independent port in weka_port.py, on synthetic data with ties, nominal attributes
 and missing values, and on the official emotions split."""
 
@@ -25,8 +25,8 @@ from weka_port import (
 
 from mlgraph import metrics as M
 from mlgraph.data import load_mulan
-from mlgraph.graphs.weka import WekaEuclidean, weka_neighbours
 from mlgraph.methods import KNNClassifier, MLkNN
+from mlgraph.methods.weka import WekaEuclidean, weka_neighbours
 
 
 def flags_like(seed: int, n: int = 60, missing: float = 0.0):

@@ -20,7 +20,7 @@ leave the attributes alone, ``Reorder`` is followed, any other attribute filter 
 
 Nominal feature attributes are recorded in ``nominal_groups``: for each, the columns that encode
 it (one column of codes, or its one-hot columns), so that a distance can treat the attribute as
-one (Weka's: 0 when equal, 1 otherwise; see :mod:`mlgraph.graphs.weka`).
+one (Weka's: 0 when equal, 1 otherwise; see :mod:`mlgraph.methods.weka`).
 
 Missing feature values (``?``) are an error naming the file, line and attribute, imputed on
 request (``missing="zero"`` or ``"mean"``), or kept as NaN (``missing="keep"``, for methods with

@@ -6,7 +6,7 @@ base learner those baselines have inside MULAN).
 fitted and asked as it is (same predictions and probabilities).
 
 ``metric="weka"`` is ``weka.classifiers.lazy.IBk -K n_neighbors`` with its defaults (no
-distance weighting, ``LinearNNSearch`` with ``EuclideanDistance``; :mod:`mlgraph.graphs.weka`):
+distance weighting, ``LinearNNSearch`` with ``EuclideanDistance``; :mod:`mlgraph.methods.weka`):
 
 - the neighbours of a test row are its k nearest training rows and every training row tied
   with the k-th distance (IBk votes with all that the search returns);
@@ -34,9 +34,9 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from mlgraph.graphs.weka import WekaEuclidean, weka_neighbours
 from mlgraph.methods.base import check_params, dense, positive_int
 from mlgraph.methods.mlknn import METRICS, _groups
+from mlgraph.methods.weka import WekaEuclidean, weka_neighbours
 
 __all__ = ["KNNClassifier"]
 

@@ -24,7 +24,7 @@ Notes on the implementation:
   normalised over the training rows, a nominal attribute (``nominal_groups``: its columns)
   counting 0 when equal and 1 otherwise, Weka's rules for missing values (NaN is accepted), and
   Weka's choice among tied neighbours (the instances left in its heap); see
-  :mod:`mlgraph.graphs.weka`. ``standardize`` does not apply (the distance normalises). The
+  :mod:`mlgraph.methods.weka`. ``standardize`` does not apply (the distance normalises). The
   rest of the method is MULAN's too (its priors, counts and posteriors are the formulas above),
   except that MULAN draws an exact tie P(H_1)P(E|H_1) = P(H_0)P(E|H_0) at random where this
   class predicts 0.
@@ -64,7 +64,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.graphs.kernels import one_blas_thread, squared_distances
 from mlgraph.graphs.sparsify import nearest_columns, row_smallest
-from mlgraph.graphs.weka import WekaEuclidean, weka_neighbours
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
     ScoreThresholdMixin,
@@ -73,6 +72,7 @@ from mlgraph.methods.base import (
     positive_int,
     standardisation,
 )
+from mlgraph.methods.weka import WekaEuclidean, weka_neighbours
 
 __all__ = ["MLkNN"]
 
@@ -171,7 +171,7 @@ class MLkNN(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     (q, k+1) P(E_j^l | H_1^l) and P(E_j^l | H_0^l); ``counts_`` (q, k+1, 2) the frequency tables
     c' (``[..., 0]``) and c (``[..., 1]``); ``X_fit_`` and ``Y_fit_`` the (standardised) labelled
     training rows and their labels; ``mean_``, ``scale_`` (None without standardisation);
-    ``distance_`` the fitted :class:`~mlgraph.graphs.weka.WekaEuclidean` (None for euclidean).
+    ``distance_`` the fitted :class:`~mlgraph.methods.weka.WekaEuclidean` (None for euclidean).
     """
 
     _rules = {
