@@ -1240,6 +1240,62 @@ def bench_sswl() -> list[tuple]:
     return rows
 
 
+_TUNING_CASES = (("emotions", "mlmrrw"), ("yeast", "mlmrrw"), ("yeast", "lgc"))
+
+
+def bench_tuning_inner(repeats: int = 2) -> list[tuple]:
+    """One ``tuning=inner`` trial (nested selection over the method's ``search`` grid by 3 inner
+    folds, then the refit and the test scores) against one plain trial, as the runner runs them
+    in a comparison (``_run_one``, one BLAS thread: two trial processes share 2 cores), rate
+    50 %, interleaved, best of ``repeats``; and the same selection without the shared work
+    (distances, σ, graphs and kernels computed by every inner fit), to show what sharing saves.
+    ML-MRRW's 27-point grid × 3 folds would be 81 fits plus the refit without any sharing."""
+    import dataclasses
+
+    from hydra import compose, initialize_config_dir
+
+    from mlgraph.experiment import prepare
+    from mlgraph.runner import _run_one
+
+    rows = []
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf")):
+        for dataset, method in _TUNING_CASES:
+            overrides = [f"method={method}", f"dataset={dataset}", "graph_cache=null", "tuning=inner"]
+            plan = prepare(compose("config", overrides=overrides), False, None)
+            trial = next(t for t in plan.trials if abs(t.rate - 0.5) < 1e-9)
+            unshared = dataclasses.replace(plan.tuning, memory_key=None)
+            fits = len(plan.tuning.points) * plan.tuning.folds
+
+            def one(tuning) -> Callable[[], dict]:
+                return lambda: _run_one(
+                    plan.estimator, plan.data.X, plan.data.Y, trial, plan.metrics, 1, plan.evaluation, tuning
+                )
+
+            res = _interleaved(
+                {"plain": one(None), "inner": one(plan.tuning), "unshared": one(unshared)}, repeats
+            )
+            label = f"{method} on {dataset}, {len(plan.tuning.points)} points × {plan.tuning.folds} folds"
+            rows.append(
+                (
+                    f"tuning=inner ÷ plain trial: {label}",
+                    res["inner"][0],
+                    res["plain"][0],
+                    res["inner"][0] / res["plain"][0],
+                    f"well under {fits + 1} (inner fits + refit, nothing shared)",
+                )
+            )
+            rows.append(
+                (
+                    f"shared ÷ unshared selection: {label}",
+                    res["inner"][0],
+                    res["unshared"][0],
+                    res["inner"][0] / res["unshared"][0],
+                    "< 1: distances, σ, graphs, kernels once per trial",
+                )
+            )
+    return rows
+
+
 BENCHES = {
     "mlmrrw_vs_lu": bench_mlmrrw_vs_lu,
     "mlmrrw_nystrom": bench_mlmrrw_nystrom,
@@ -1257,6 +1313,7 @@ BENCHES = {
     "ml2_before_speedup": bench_ml2_before_speedup,
     "dsml": bench_dsml,
     "threads": bench_threads,
+    "tuning_inner": bench_tuning_inner,
 }
 
 

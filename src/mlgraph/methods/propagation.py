@@ -72,7 +72,7 @@ from scipy.sparse.linalg import splu
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from mlgraph.graphs import KINDS, WEIGHTS, median_sigma
+from mlgraph.graphs import KINDS, WEIGHTS
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
     ScoreThresholdMixin,
@@ -81,6 +81,7 @@ from mlgraph.methods.base import (
     in_open_unit,
     positive,
     positive_int,
+    shared_median_sigma,
     standardisation,
 )
 
@@ -197,7 +198,7 @@ class _GraphPropagation(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEsti
         mean, scale = standardisation(X)
         Xs = (X - mean) / scale
         if self.sigma is None:
-            base_sigma = median_sigma(Xs, random_state=self.random_state)
+            base_sigma = shared_median_sigma(self.memory, Xs, self.random_state)
         else:
             base_sigma = self.sigma
         sigma = float(base_sigma) * self.sigma_scale
