@@ -681,6 +681,10 @@ def build_report(cfg) -> Path:
                 sections += fraction_report(dataset, group, out / dataset)
             else:
                 sections += dataset_report(dataset, group, cfg.report, out / dataset)
+    if cfg.report.get("baseline"):  # e.g. tuning=inner beside the explore-tuned comparison
+        from mlgraph.side_by_side import side_by_side_section
+
+        sections += side_by_side_section(cfg, experiment, out)
     (out / "report.md").write_text("\n".join(sections))
     with mlflow.start_run(experiment_id=experiment_id, run_name="report") as run:
         log_batch(
