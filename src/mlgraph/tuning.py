@@ -24,7 +24,10 @@ labels): an inner fold whose labelled training rows hold no positive of some lab
 it is (the method sees that label as never relevant there, as it would with so few labels
 in a plain trial); a fold on which the metric is undefined (NaN: e.g. average precision when no
 validation row has a relevant label) is left out of every grid point's mean alike; when it is
-undefined on every fold, the configured values are kept (``tuned_fallback`` = 1 in the row).
+undefined on every fold, the configured values are kept (``tuned_fallback`` = 1 in the row). An
+inner fit that raises (e.g. MLkNN with k above the labelled rows of an inner fold at 5 %
+labelled) scores NaN for that grid point and fold, like an undefined metric; the row counts
+them (``tuning_failed_fits``, ``tuning_first_failure``).
 
 Shared work: every inner fit of a trial uses the same training rows, so an estimator with a
 ``memory`` parameter gets one :class:`mlgraph.cache.SharedWork` store per trial: distances, σ,
@@ -157,12 +160,16 @@ class InnerSelection:
         points = self.points
         store = SharedWork(folder=estimator.get_params()[self.memory_key]) if self.memory_key else None
         scores = np.full((len(points), len(folds)), np.nan)
+        failed: list[str] = []  # (point, fold) fits that raised: scored NaN, as an undefined metric
         for i, point in enumerate(points):
             model = clone(estimator).set_params(**{self.keys[p]: v for p, v in point.items()})
             if store is not None:
                 model.set_params(**{self.memory_key: store})
             for j, fold in enumerate(folds):
-                scores[i, j] = self._fold_score(model, X, Y_train, fold)
+                try:
+                    scores[i, j] = self._fold_score(model, X, Y_train, fold)
+                except Exception as exc:  # e.g. MLkNN's k above an inner fold's labelled rows
+                    failed.append(f"{point}: {type(exc).__name__}: {exc}")
         usable = ~np.isnan(scores).all(axis=0)  # a fold undefined for every point says nothing
         means = np.full(len(points), np.nan)
         if usable.any():
@@ -183,6 +190,8 @@ class InnerSelection:
             tuning_score=float("nan") if fallback else float(np.nanmax(sign * means) * sign),
             tuning_fallback=int(fallback),
             tuning_fits=len(points) * len(folds),
+            tuning_failed_fits=len(failed),
+            tuning_first_failure=failed[0][:500] if failed else "",
             tuning_seconds=time.perf_counter() - started,
         )
         return tuned, row

@@ -207,3 +207,17 @@ def test_choices_are_counted_per_rate_and_logged(tmp_path):
     assert files == ["tuned_values.csv", "tuned_values.png"] and tags == {"tuned.k": "10×3 5×1"}
     assert (tmp_path / "tuned_values.png").stat().st_size > 1000
     assert log_choices(table.drop(columns=["tuned_k", "tuned_fallback"]), tmp_path, "t") == ([], {})
+
+
+class FailsWhenFlipped(Spy):
+    def fit(self, X, Y):
+        if self.flip:
+            raise ValueError("infeasible on this fold")
+        return super().fit(X, Y)
+
+
+def test_a_grid_point_that_cannot_be_fitted_is_skipped_not_the_trial():
+    X, Y = _data()
+    row = _run_one(FailsWhenFlipped(), X, Y, _trial(), ["avg_precision"], 1, {}, _selection())
+    assert row["status"] == "ok" and row["tuned_flip"] is False
+    assert row["tuning_failed_fits"] == 3 and "infeasible on this fold" in row["tuning_first_failure"]
