@@ -1240,6 +1240,82 @@ def bench_sswl() -> list[tuple]:
     return rows
 
 
+_TUNING_CASES = (("emotions", "mlmrrw"), ("yeast", "mlmrrw"), ("yeast", "lgc"))
+
+
+def _best_wall_and_cpu(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, tuple[float, float]]:
+    """Per function, the best wall time and the best process CPU time over ``repeats``
+    interleaved rounds (one BLAS thread, so CPU time is the work done, whatever the load of other
+    processes on the machine does to the wall time of a long call)."""
+    wall = {name: [] for name in fns}
+    cpu = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            time.sleep(_SETTLE)
+            c0, t0 = time.process_time(), time.perf_counter()
+            fn()
+            wall[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
+    return {name: (min(wall[name]), min(cpu[name])) for name in fns}
+
+
+def bench_tuning_inner(repeats: int = 2) -> list[tuple]:
+    """One ``tuning=inner`` trial (nested selection over the method's ``search`` grid by 3 inner
+    folds, then the refit and the test scores) against one plain trial, as the runner runs them
+    in a comparison (``_run_one``, one BLAS thread: two trial processes share 2 cores), rate
+    50 %, interleaved, best of ``repeats``; and the same selection without the shared work
+    (distances, σ, graphs and kernels computed by every inner fit), to show what sharing saves.
+    Ratios of CPU time (one thread: the work done) and, beside them, of wall time, which other
+    processes on a shared machine inflate for long calls more than for short ones.
+    ML-MRRW's 27-point grid × 3 folds would be 81 fits plus the refit without any sharing."""
+    import dataclasses
+
+    from hydra import compose, initialize_config_dir
+
+    from mlgraph.experiment import prepare
+    from mlgraph.runner import _run_one
+
+    rows = []
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf")):
+        for dataset, method in _TUNING_CASES:
+            overrides = [f"method={method}", f"dataset={dataset}", "graph_cache=null", "tuning=inner"]
+            plan = prepare(compose("config", overrides=overrides), False, None)
+            trial = next(t for t in plan.trials if abs(t.rate - 0.5) < 1e-9)
+            unshared = dataclasses.replace(plan.tuning, memory_key=None)
+            fits = len(plan.tuning.points) * plan.tuning.folds
+
+            def one(tuning) -> Callable[[], dict]:
+                return lambda: _run_one(
+                    plan.estimator, plan.data.X, plan.data.Y, trial, plan.metrics, 1, plan.evaluation, tuning
+                )
+
+            res = _best_wall_and_cpu(
+                {"plain": one(None), "inner": one(plan.tuning), "unshared": one(unshared)}, repeats
+            )
+            label = f"{method} on {dataset}, {len(plan.tuning.points)} points × {plan.tuning.folds} folds"
+            (inner_wall, inner_cpu), (plain_wall, plain_cpu) = res["inner"], res["plain"]
+            rows.append(
+                (
+                    f"tuning=inner ÷ plain trial, CPU: {label}",
+                    inner_cpu,
+                    plain_cpu,
+                    inner_cpu / plain_cpu,
+                    f"well under {fits + 1} (inner fits + refit, nothing shared); wall: "
+                    f"{inner_wall:.2f} s ÷ {plain_wall:.3f} s = {inner_wall / plain_wall:.1f}",
+                )
+            )
+            rows.append(
+                (
+                    f"shared ÷ unshared selection, CPU: {label}",
+                    inner_cpu,
+                    res["unshared"][1],
+                    inner_cpu / res["unshared"][1],
+                    "< 1: distances, σ, graphs, kernels once per trial",
+                )
+            )
+    return rows
+
+
 BENCHES = {
     "mlmrrw_vs_lu": bench_mlmrrw_vs_lu,
     "mlmrrw_nystrom": bench_mlmrrw_nystrom,
@@ -1257,6 +1333,7 @@ BENCHES = {
     "ml2_before_speedup": bench_ml2_before_speedup,
     "dsml": bench_dsml,
     "threads": bench_threads,
+    "tuning_inner": bench_tuning_inner,
 }
 
 

@@ -42,7 +42,7 @@ import scipy
 import scipy.sparse as sp
 import sklearn
 
-__all__ = ["cache_folder", "cached", "entry_key", "source_files", "source_hash"]
+__all__ = ["SharedWork", "cache_folder", "cached", "entry_key", "shared", "source_files", "source_hash"]
 
 FORMAT = 1  # layout of an entry; part of the key
 _PACKAGE = Path(__file__).resolve().parent
@@ -61,10 +61,52 @@ _UNREADABLE = (
 )
 
 
+class SharedWork:
+    """An in-process store of computed entries, under the keys of the disk cache, for work that
+    many fits on the same rows repeat (the grid points and inner folds of a nested selection,
+    :mod:`mlgraph.tuning`: distances, graphs, kernels). Given as an estimator's ``memory``, it
+    answers :func:`cached` (graphs; on disk too when ``folder`` is set) and :func:`shared`
+    (entries too large for disk, kept here only). Every fit given the same store receives the
+    same arrays: a caller that works in place on one copies it first. The oldest entries go
+    first once their arrays exceed ``max_bytes``; a larger single entry is not kept."""
+
+    def __init__(self, folder=None, max_bytes: int = 1 << 30):
+        self.folder, self.max_bytes = folder, max_bytes
+        self.entries: dict[str, dict] = {}
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def _size(fields: dict) -> int:
+        return sum(
+            v.nbytes if isinstance(v, np.ndarray) else getattr(getattr(v, "data", None), "nbytes", 0)
+            for v in fields.values()
+        )
+
+    def get(self, key: str, compute: Callable[[], dict]) -> dict:
+        if key in self.entries:
+            self.hits += 1
+            self.entries[key] = self.entries.pop(key)  # most recently used last
+            return self.entries[key]
+        self.misses += 1
+        fields = compute()
+        size = self._size(fields)
+        if size <= self.max_bytes:
+            while self.entries and size + sum(map(self._size, self.entries.values())) > self.max_bytes:
+                self.entries.pop(next(iter(self.entries)))
+            self.entries[key] = fields
+        return fields
+
+    def __repr__(self) -> str:  # in get_params(): says what it is, not its contents
+        return f"SharedWork(folder={self.folder!r}, entries={len(self.entries)})"
+
+
 def cache_folder(memory) -> Path | None:
     """The folder named by an estimator's ``memory`` parameter: None (no cache), a folder
-    (str or path-like), or a ``joblib.Memory``, whose ``location`` is used as the folder
-    (``Memory(None)`` means no cache); its own pickle store is never used."""
+    (str or path-like), a ``joblib.Memory``, whose ``location`` is used as the folder
+    (``Memory(None)`` means no cache; its own pickle store is never used), or a
+    :class:`SharedWork`, whose ``folder`` is used."""
+    if isinstance(memory, SharedWork):
+        memory = memory.folder
     if isinstance(memory, joblib.Memory):
         memory = memory.location
     if memory is None:
@@ -271,6 +313,12 @@ def cached(
     mlgraph module that computes it (its source and imports enter the key). The entry lives at
     ``<memory>/<namespace>/<key>.npz``. A failed write only warns: the result is returned.
     """
+    if isinstance(memory, SharedWork):
+        key = entry_key(namespace, inputs, params, module)
+        return memory.get(
+            key,
+            lambda: cached(memory.folder, namespace, compute, inputs=inputs, params=params, module=module),
+        )
     folder = cache_folder(memory)
     if folder is None:
         return compute()
@@ -285,3 +333,14 @@ def cached(
     except OSError as error:
         warnings.warn(f"cache: could not write {path}: {error}", RuntimeWarning, stacklevel=2)
     return fields
+
+
+def shared(
+    memory, namespace: str, compute: Callable[[], dict], *, inputs: dict, params: dict, module: str
+) -> dict:
+    """``compute()`` once per :class:`SharedWork` ``memory`` for the same inputs and parameters
+    (same key as :func:`cached`), never on disk; with any other ``memory``, computed directly.
+    For intermediate results too large to be worth a file (n × n distances and kernels)."""
+    if not isinstance(memory, SharedWork):
+        return compute()
+    return memory.get(entry_key(namespace, inputs, params, module), compute)

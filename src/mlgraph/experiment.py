@@ -15,7 +15,7 @@ import os
 import re
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import mlflow
@@ -32,11 +32,12 @@ from mlgraph.data.splits import SPLIT_KEYS, load_fixed_split
 from mlgraph.graphs import KINDS, WEIGHTS
 from mlgraph.methods.base import check_params, nonneg, positive, positive_int
 from mlgraph.methods.dual_set import DualSetEstimator, DualSetFromMultiLabel
+from mlgraph.methods.labelled_only import check_target, unlabelled_rows, with_unlabelled_rule
 from mlgraph.metrics import DUAL_SET_METRICS, METRICS
 from mlgraph.profiles import PROFILES, check_data
 from mlgraph.protocols import protocol_inputs, uses_fixed_split
 from mlgraph.report import FIG1_METRICS, format_summary, plot_metrics_vs_rate, plot_rounds, save_figure
-from mlgraph.runner import Parallelism, resolve_parallelism, run_trials, summarise
+from mlgraph.runner import Parallelism, resolve_parallelism, run_trials, summarise, unavailable_scores_note
 from mlgraph.selection import Standardise
 from mlgraph.signals import (
     Interrupted,
@@ -50,6 +51,7 @@ from mlgraph.signals import (
 )
 from mlgraph.sweep import JobInfo, close_orphaned_sweep, concurrent_jobs, run_name
 from mlgraph.tracking import config_hash, config_params, log_batch, provenance_tags, setup_from_config
+from mlgraph.tuning import NON_PARAMETER_KEYS, InnerSelection, TuningError, inner_selection, log_choices
 
 log = logging.getLogger(__name__)
 
@@ -117,14 +119,14 @@ def _instantiate(group: DictConfig):
     # resolved in place first: an interpolation of a nested node (a base estimator's
     # ${oc.select:profile.distance,...}) then sees the whole config
     fields = OmegaConf.to_container(group, resolve=True) if isinstance(group, DictConfig) else dict(group)
-    return instantiate({k: v for k, v in fields.items() if k != "name"}, _convert_="all")
+    return instantiate({k: v for k, v in fields.items() if k not in NON_PARAMETER_KEYS}, _convert_="all")
 
 
 def make_estimator(method: DictConfig, selector: DictConfig | None = None, normalise: bool = False):
     """Instantiate the estimator of a ``method`` config (its ``name`` is a label only). With a
     feature ``selector`` and/or ``normalise`` (paper 004's protocol), the pipeline
     normalise → select features → method, every step fitted on a trial's training part only."""
-    estimator = _instantiate(method)
+    estimator, _ = with_unlabelled_rule(_instantiate(method), method.get("semi_supervised", "auto"))
     steps = [("normalise", Standardise())] if normalise else []
     if selector is not None and selector.get("_target_") is not None:
         steps.append(("select", _instantiate(selector)))
@@ -205,7 +207,10 @@ def _log_artifacts(
         rounds.to_csv(run_dir / "rounds.csv")
         save_figure(plot_rounds({cfg.method.name: rounds}, title=title), run_dir / "rounds.png")
         names += ["rounds.csv", "rounds.png"]
-    for name in names:
+    tuned_files, tuned_tags = log_choices(table, run_dir, title=f"values chosen by tuning=inner: {title}")
+    if tuned_tags:
+        mlflow.set_tags(tuned_tags)
+    for name in names + tuned_files:
         mlflow.log_artifact(str(run_dir / name))
 
 
@@ -327,6 +332,8 @@ class Plan:
     parallelism: Parallelism
     evaluation: dict
     notes: tuple[str, ...] = ()  # what the profile does not reach, logged with the run
+    tuning: InnerSelection | None = None  # tuning=inner: each trial's nested selection
+    tags: dict = field(default_factory=dict)  # how the estimator is run (unlabelled rows, tuning)
 
 
 def _config_error(where: str, exc: BaseException) -> ConfigError:
@@ -351,6 +358,7 @@ def prepare(cfg: DictConfig, in_parallel_launcher: bool = False, launcher_jobs: 
     except Exception as exc:  # Hydra's `call` wraps the protocol's own error
         raise _config_error("protocol", exc.__cause__ or exc) from exc
     try:
+        check_target(cfg.method.get("_target_"))
         estimator = make_estimator(cfg.method, cfg.get("selector"), cfg.protocol.get("normalise", False))
     except Exception as exc:  # Hydra wraps a constructor's error in InstantiationException
         raise _config_error("method", exc.__cause__ or exc) from exc
@@ -374,10 +382,15 @@ def prepare(cfg: DictConfig, in_parallel_launcher: bool = False, launcher_jobs: 
     metrics = task_metrics(data)
     if isinstance(data, DualSetDataset):
         evaluation = {}
+    try:
+        tuning = inner_selection(cfg, estimator, trials, data.Y, evaluation)
+    except TuningError as exc:
+        raise ConfigError(str(exc)) from exc
     parallelism = resolve_parallelism(
         cfg.n_jobs, in_parallel_launcher, n_trials=len(trials), launcher_jobs=launcher_jobs
     )
-    return Plan(data, estimator, trials, metrics, parallelism, evaluation, tuple(notes))
+    tags = {"unlabelled_rows": unlabelled_rows(estimator), "tuning": tuning.describe() if tuning else "none"}
+    return Plan(data, estimator, trials, metrics, parallelism, evaluation, tuple(notes), tuning, tags)
 
 
 class Checkpoint:
@@ -531,6 +544,7 @@ def _tracked(
                     "dataset_source": data.source,
                     "dataset_shape": f"{data.n_samples}x{data.n_features}x"
                     f"{getattr(data, 'n_labels', data.Y.shape[1])}",
+                    **plan.tags,
                 }
                 if plan.notes:
                     tags["profile_notes"] = " ".join(plan.notes)[:5000]
@@ -557,6 +571,7 @@ def _tracked(
                     evaluation=plan.evaluation,
                     done=done,
                     on_row=checkpoint.add,
+                    tuning=plan.tuning,
                 )
             _finish(cfg, plan, table, name, job, run_id, out, spent)
         except (Interrupted, SystemExit) as exc:  # submitit exits after requeueing a pre-empted job
@@ -656,11 +671,14 @@ def _edge_case_notes(table: pd.DataFrame, metrics: list[str], cfg) -> list[str]:
                 else "is NaN (metrics.auc_single_class=nan, MULAN's rule)."
             )
         )
+    unavailable = unavailable_scores_note(ok, metrics)
+    notes += [unavailable] if unavailable else []
+    scored = ok[ok.scores_from != "none"] if "scores_from" in ok else ok  # NaN by absence is said above
     for metric in metrics:
-        undefined = ok[metric].isna() if metric in ok else pd.Series(dtype=bool)
+        undefined = scored[metric].isna() if metric in scored else pd.Series(dtype=bool)
         if undefined.any():
             notes.append(
-                f"{metric} is undefined (NaN) in {int(undefined.sum())} of {len(ok)} trials: their "
+                f"{metric} is undefined (NaN) in {int(undefined.sum())} of {len(scored)} trials: their "
                 "test parts have no row it can score (e.g. every row with no relevant label, or a "
                 "label with a single class)."
             )

@@ -217,6 +217,8 @@ def score_tables(trials: Mapping[str, pd.DataFrame], metrics: Sequence[str], blo
         columns = {
             label: t[t.status == "ok"].groupby(keys[blocks])[metric].mean() for label, t in trials.items()
         }
+        # a method without scores has no ranking metric at all: ranked on the others only
+        columns = {label: c for label, c in columns.items() if c.notna().any()}
         tables[metric] = pd.DataFrame(columns).dropna()  # blocks every method completed
     return tables
 
@@ -255,6 +257,10 @@ def dataset_report(dataset: str, runs: pd.DataFrame, cfg, out: Path) -> list[str
     means.to_csv(out / "means.csv")
     section = [f"## {dataset}", "", f"![metrics vs rate]({dataset}/metrics_vs_rate.png)", ""]
     tables = score_tables(trials, metrics, cfg.blocks)
+    for metric, table in tables.items():
+        unranked = [label for label in trials if label not in table.columns]
+        if unranked:
+            section += [f"{', '.join(unranked)}: no {metric} (no scores), left out of its ranking.", ""]
     reference = method_label(cfg.reference)
     friedman = stats.friedman_table(tables, alpha=cfg.alpha)
     friedman.to_csv(out / "friedman.csv")
@@ -675,6 +681,10 @@ def build_report(cfg) -> Path:
                 sections += fraction_report(dataset, group, out / dataset)
             else:
                 sections += dataset_report(dataset, group, cfg.report, out / dataset)
+    if cfg.report.get("baseline"):  # e.g. tuning=inner beside the explore-tuned comparison
+        from mlgraph.side_by_side import side_by_side_section
+
+        sections += side_by_side_section(cfg, experiment, out)
     (out / "report.md").write_text("\n".join(sections))
     with mlflow.start_run(experiment_id=experiment_id, run_name="report") as run:
         log_batch(

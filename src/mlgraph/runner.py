@@ -125,7 +125,59 @@ def _solver_report(model) -> dict:
     }
 
 
-def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int, evaluation: dict) -> dict:
+def _probability_of_one(proba, classes) -> np.ndarray:
+    """P(label = 1) from one output of ``predict_proba``: the column of class 1, or 0 / 1 where
+    the training part held a single class (scikit-learn then gives one column)."""
+    proba, classes = np.asarray(proba), list(np.asarray(classes).ravel())
+    if 1 in classes:
+        return proba[:, classes.index(1)]
+    return np.zeros(proba.shape[0])
+
+
+def label_scores(model, X) -> tuple[np.ndarray | None, str]:
+    """(n × q real-valued scores, where they came from) for the ranking metrics:
+    ``decision_function``, else ``predict_proba`` in either of scikit-learn's multi-label shapes
+    (a list of q (n, 2) arrays, as ``KNeighborsClassifier`` and ``MultiOutputClassifier`` give,
+    with ``classes_`` a list of q arrays; or one (n, q) array of P(label = 1)), else
+    ``(None, "none")``: the ranking metrics are then unavailable (NaN) for this estimator."""
+    if hasattr(model, "decision_function"):
+        return np.asarray(model.decision_function(X), dtype=np.float64), "decision_function"
+    if not hasattr(model, "predict_proba"):
+        return None, "none"
+    proba = model.predict_proba(X)
+    if isinstance(proba, list):  # one (n, k) array per label
+        classes = getattr(model, "classes_", None) or [[0, 1]] * len(proba)
+        columns = [_probability_of_one(p, c) for p, c in zip(proba, classes, strict=True)]
+        return np.column_stack(columns).astype(np.float64), "predict_proba"
+    return np.asarray(proba, dtype=np.float64), "predict_proba"
+
+
+def evaluate_scores(Y, scores, Y_pred, metrics, evaluation: dict) -> dict:
+    """:func:`mlgraph.metrics.evaluate`; without scores the ranking metrics are NaN (unavailable
+    for an estimator with neither ``decision_function`` nor ``predict_proba``)."""
+    if scores is not None or not _needs_scores(metrics):
+        return evaluate(Y, scores, Y_pred, metrics, **evaluation)
+    names = list(METRICS) if metrics is None else list(metrics)
+    ranking = [m for m in names if m in METRICS and METRICS[m].kind == "scores"]
+    row = evaluate(Y, None, Y_pred, [m for m in names if m not in ranking], **evaluation)
+    return {**row, **dict.fromkeys(ranking, float("nan"))}
+
+
+def unavailable_scores_note(table: pd.DataFrame, metrics) -> str | None:
+    """The run's note when its estimator gave no scores (see :func:`label_scores`)."""
+    if "scores_from" not in table or not (table.scores_from == "none").any():
+        return None
+    ranking = [m for m in metrics if m in METRICS and METRICS[m].kind == "scores"]
+    return (
+        f"the ranking metrics ({', '.join(ranking)}) are unavailable (NaN) for this estimator: it "
+        "has neither decision_function nor predict_proba, so its labels cannot be ranked; "
+        "the trials themselves succeeded and every other metric is computed."
+    )
+
+
+def _run_one(
+    estimator, X, Y, trial: Trial, metrics, blas_threads: int, evaluation: dict, tuning=None
+) -> dict:
     die_with_parent()  # a worker whose job is killed, even by SIGKILL, goes with it
     row = {
         "rate": trial.rate,
@@ -142,19 +194,26 @@ def _run_one(estimator, X, Y, trial: Trial, metrics, blas_threads: int, evaluati
         with thread_pools().limit(limits=blas_threads), warnings.catch_warnings():
             warnings.filterwarnings("ignore", module="mlgraph.metrics")
             model = clone(estimator)
+            if tuning is not None:  # nested selection on the training part (mlgraph.tuning)
+                model, chosen = tuning.select(model, X[trial.train], trial.targets(Y), trial)
+                row.update(chosen)
             if getattr(model, "transductive", False):
                 scores, Y_pred, row["fit_seconds"], row["predict_seconds"] = _transduce(model, X, Y, trial)
+                row["scores_from"] = "label_scores_"
             else:
                 start = time.perf_counter()
                 model.fit(X[trial.train], trial.targets(Y))
                 row["fit_seconds"] = time.perf_counter() - start
                 start = time.perf_counter()
                 X_test = X[trial.test]
-                scores = model.decision_function(X_test) if _needs_scores(metrics) else None
+                scores, row["scores_from"] = (
+                    label_scores(model, X_test) if _needs_scores(metrics) else (None, "")
+                )
                 from_scores = getattr(model, "predict_from_scores", None)  # one test kernel, not two
                 Y_pred = from_scores(scores) if scores is not None and from_scores else model.predict(X_test)
+                Y_pred = np.asarray(Y_pred.toarray() if sp.issparse(Y_pred) else Y_pred)
                 row["predict_seconds"] = time.perf_counter() - start
-            row.update(evaluate(Y[trial.test], scores, Y_pred, metrics, **evaluation))
+            row.update(evaluate_scores(Y[trial.test], scores, Y_pred, metrics, evaluation))
             row.update(_solver_report(model))
             if hasattr(model, "staged_predict") and set(metrics or ()) <= set(DUAL_SET_METRICS):
                 row.update(_staged_accuracies(model, X_test, Y[trial.test]))
@@ -177,17 +236,20 @@ def run_trials(
     evaluation: dict | None = None,
     done: pd.DataFrame | None = None,
     on_row: Callable[[dict], None] | None = None,
+    tuning=None,
 ) -> pd.DataFrame:
     """Run every trial not already in ``done`` (rows of an interrupted run, matched by
     (rate, repetition)); return one row per trial, sorted by (rate, repetition). ``evaluation``
-    holds the keyword options of :func:`mlgraph.metrics.evaluate`."""
+    holds the keyword options of :func:`mlgraph.metrics.evaluate`; ``tuning`` (an
+    :class:`mlgraph.tuning.InnerSelection`) chooses each trial's hyper-parameters on its
+    training part before the fit."""
     if sp.issparse(X):
         X = X.tocsr()
     done = done if done is not None and len(done) else pd.DataFrame(columns=["rate", "repetition"])
     finished = set(zip(done["rate"].astype(float).round(10), done["repetition"].astype(int), strict=True))
     pending = [t for t in trials if (round(t.rate, 10), t.repetition) not in finished]
     jobs = (
-        delayed(_run_one)(estimator, X, Y, t, metrics, parallelism.blas_threads, evaluation or {})
+        delayed(_run_one)(estimator, X, Y, t, metrics, parallelism.blas_threads, evaluation or {}, tuning)
         for t in pending
     )
     results = Parallel(n_jobs=min(parallelism.n_jobs, max(1, len(pending))), return_as="generator_unordered")(

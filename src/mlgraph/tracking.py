@@ -262,7 +262,13 @@ RESULT_NEUTRAL = ("progress", "n_jobs", "graph_cache", "tracking", "resume", "st
 def config_hash(cfg: DictConfig) -> str:
     """SHA-256 (16 hex digits) of the canonical resolved config without :data:`RESULT_NEUTRAL`
     keys: two jobs with equal hashes compute the same numbers. Resuming matches runs by it."""
-    params = {k: v for k, v in config_params(cfg).items() if k.split(".")[0] not in RESULT_NEUTRAL}
+    from mlgraph.tuning import is_result_neutral  # search spaces are unread without tuning
+
+    params = {
+        k: v
+        for k, v in config_params(cfg).items()
+        if k.split(".")[0] not in RESULT_NEUTRAL and not is_result_neutral(k, cfg)
+    }
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -42,8 +42,8 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, validate_data
 
-from mlgraph.cache import cached
-from mlgraph.graphs import build_graph
+from mlgraph.cache import cached, shared
+from mlgraph.graphs import build_graph, median_sigma
 
 
 class MultiLabelClassifierMixin(ClassifierMixin):
@@ -227,3 +227,17 @@ def cached_graph(memory, X: np.ndarray, **params):
         params=params,
         module="mlgraph.graphs",
     )["W"]
+
+
+def shared_median_sigma(memory, X: np.ndarray, random_state, sqdist: np.ndarray | None = None) -> float:
+    """:func:`mlgraph.graphs.median_sigma` of ``X``, computed once per
+    :class:`~mlgraph.cache.SharedWork` ``memory`` (the grid points and inner folds of a nested
+    selection fit on the same rows), else directly."""
+    return shared(
+        memory,
+        "median_sigma",
+        lambda: {"sigma": median_sigma(X, random_state=random_state, sqdist=sqdist)},
+        inputs={"X": X},
+        params={"random_state": random_state},
+        module="mlgraph.graphs",
+    )["sigma"]

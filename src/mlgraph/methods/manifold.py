@@ -95,7 +95,8 @@ from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
 
-from mlgraph.graphs import KINDS, WEIGHTS, gaussian_kernel, laplacian, median_sigma, squared_distances
+from mlgraph.cache import SharedWork, shared
+from mlgraph.graphs import KINDS, WEIGHTS, gaussian_kernel, laplacian, squared_distances
 from mlgraph.graphs.kernels import blas_threads, exp_scaled, matmul, row_blocks
 from mlgraph.graphs.sparsify import check_k, graph_from_pairs, unique_pairs
 from mlgraph.methods.base import (
@@ -106,6 +107,7 @@ from mlgraph.methods.base import (
     nonneg,
     positive,
     positive_int,
+    shared_median_sigma,
     standardisation,
 )
 
@@ -332,7 +334,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         ``sqdist`` (Nyström) a kNN graph comes from scikit-learn's neighbour search (trees where
         they help, no n×n matrix; exact ties may go to other indices than the exact path's)."""
         if self.sigma is None:
-            base_sigma = median_sigma(Xs, random_state=self.random_state, sqdist=sqdist)
+            base_sigma = shared_median_sigma(self.memory, Xs, self.random_state, sqdist)
         else:
             base_sigma = self.sigma
         self.sigma_ = float(base_sigma) * self.sigma_scale
@@ -360,6 +362,36 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         )
         return self.graph_
 
+    def _kernel_and_graph(self, Xs: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
+        """K (Eq. 5) and W (Eq. 6–10) from one squared-distance matrix, which serves σ, the graph
+        and, exponentiated in place, the kernel. With a :class:`~mlgraph.cache.SharedWork` as
+        ``memory`` (nested selection: many fits on the same rows) the distances and each σ's
+        kernel are computed once and shared (the kNN selection restores what it marks)."""
+        if not isinstance(self.memory, SharedWork):
+            K = squared_distances(Xs)
+            W = self._graph(Xs, K)
+            return exp_scaled(K, -0.5 / self.sigma_**2), W
+        inputs, module = {"X": Xs}, "mlgraph.graphs"
+        sqdist = shared(
+            self.memory,
+            "sqdist",
+            lambda: {"D": squared_distances(Xs)},
+            inputs=inputs,
+            params={},
+            module=module,
+        )["D"]
+        W = self._graph(Xs, sqdist)
+        scale = -0.5 / self.sigma_**2
+        K = shared(
+            self.memory,
+            "kernel",
+            lambda: {"K": exp_scaled(sqdist.copy(), scale)},
+            inputs=inputs,
+            params={"scale": scale},
+            module=module,
+        )["K"]
+        return K, W
+
     def _system_rows(self, W: sp.csr_matrix, labelled: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
         """M = Ψ + (l γ_I / n²) L (sparse) and the rows of Eq. 19 whose residual is recorded."""
         n, l = labelled.shape[0], int(labelled.sum())
@@ -372,12 +404,13 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         """Eq. 19 by one factorisation of the n×n system (see the module notes): Cholesky of
         the symmetric form when Ξ = νI and M is positive definite, LU otherwise; in single
         precision refined to double (:func:`_refined_solve`), else in double precision."""
-        K = squared_distances(Xs)  # one distance matrix serves σ, the graph and the kernel
-        M, rows = self._system_rows(self._graph(Xs, K), labelled)
-        exp_scaled(K, -0.5 / self.sigma_**2)  # Eq. 5, in place
+        K, W = self._kernel_and_graph(Xs)
+        M, rows = self._system_rows(W, labelled)
         cols = np.unique(M[rows].indices)
         kernel_rows = (cols, K[cols])  # for the residual
         symmetric = self.gamma_I > 0 and np.ptp(xi) == 0 and _every_component_labelled(self.graph_, labelled)
+        if symmetric and isinstance(self.memory, SharedWork):  # a kernel other fits share stays as it is
+            K = K.copy()
         base = _kernel_times_m(K, M) if symmetric else K  # K M over K's buffer, or K
         del K
         if symmetric:  # (ν M K M + λ M) β = Y, Θ = M β

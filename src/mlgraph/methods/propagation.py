@@ -72,7 +72,7 @@ from scipy.sparse.linalg import splu
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from mlgraph.graphs import KINDS, WEIGHTS, median_sigma
+from mlgraph.graphs import KINDS, WEIGHTS
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
     ScoreThresholdMixin,
@@ -81,6 +81,7 @@ from mlgraph.methods.base import (
     in_open_unit,
     positive,
     positive_int,
+    shared_median_sigma,
     standardisation,
 )
 
@@ -197,7 +198,7 @@ class _GraphPropagation(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEsti
         mean, scale = standardisation(X)
         Xs = (X - mean) / scale
         if self.sigma is None:
-            base_sigma = median_sigma(Xs, random_state=self.random_state)
+            base_sigma = shared_median_sigma(self.memory, Xs, self.random_state)
         else:
             base_sigma = self.sigma
         sigma = float(base_sigma) * self.sigma_scale
@@ -257,7 +258,12 @@ class MLGFHF(_GraphPropagation):
 
 class MLLGC(_GraphPropagation):
     """ML-LGC: label-wise local and global consistency (Zhou et al. 2004), F = (I − αS)⁻¹Y with
-    Y = ±1 / 0; label j predicted where F_j > 0."""
+    Y = ±1 / 0; label j predicted where F_j > 0.
+
+    ``alpha`` defaults to 0.7, the value the exploration protocol chose on emotions, scene and
+    yeast (0.9 on mediamill-small). Zhou et al.'s α = 0.99 propagates so far on these kNN graphs
+    that nearly every node gets the same sign: micro-F1 0.16 (emotions), 0.48 (yeast) and 0.00
+    (scene), mean of 10 % and 50 % labelled, against 0.62, 0.60 and 0.62 with α = 0.7."""
 
     _rules = {
         **_GraphPropagation._rules,
@@ -275,7 +281,7 @@ class MLLGC(_GraphPropagation):
         weights="heat",
         random_state=0,
         memory=None,
-        alpha=0.99,
+        alpha=0.7,
     ):
         super().__init__(
             sigma=sigma,
