@@ -79,7 +79,11 @@ def test_dual_set_data_bring_the_cv5_protocol_and_the_cli_wins(dataset):
 def test_help_lists_only_the_groups_a_user_picks_and_the_data_variable(tmp_path):
     env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
     proc = subprocess.run(
-        [sys.executable, "-m", "mlgraph", "run", "--help"], cwd=tmp_path, env=env, capture_output=True, text=True
+        [sys.executable, "-m", "mlgraph", "run", "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     listed = re.findall(r"^([a-z_/]+): ", proc.stdout, flags=re.M)  # Hydra's `group: options` lines
