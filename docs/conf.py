@@ -8,12 +8,14 @@ the build. Nothing is downloaded: no intersphinx inventories, no remote images.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 import mlgraph
 
 DOCS = Path(__file__).resolve().parent
+sys.path.insert(0, str(DOCS / "_ext"))
 
 project = "mlgraph"
 author = "mlgraph developers"
@@ -30,6 +32,7 @@ extensions = [
     "sphinx.ext.viewcode",
     "sphinx_copybutton",
     "sphinx_gallery.gen_gallery",
+    "plain_docstrings",  # docs/_ext: lists, |S| and trailing underscores of plain-text docstrings
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -104,3 +107,15 @@ suppress_warnings = [
     # search may see a heading twice in generated pages, which is not a broken link
     "myst.xref_ambiguous",
 ]
+
+
+def _skip_inherited_api(app, what, name, obj, skip, options):
+    """Leave out what scikit-learn generates on every estimator (metadata-routing setters such
+    as ``set_fit_request``): it is documented by scikit-learn, with references to its glossary."""
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_inherited_api)

@@ -46,7 +46,12 @@ experiment = client.get_experiment_by_name("gallery_dual_set")
 run = client.search_runs([experiment.experiment_id], max_results=1)[0]
 folds = pd.DataFrame(
     {
-        metric: [m.value for m in sorted(client.get_metric_history(run.info.run_id, f"{metric}_fold"), key=lambda m: m.step)]
+        metric: [
+            m.value
+            for m in sorted(
+                client.get_metric_history(run.info.run_id, f"{metric}_fold"), key=lambda m: m.step
+            )
+        ]
         for metric in ("accuracy_a", "accuracy_b", "accuracy_all")
     }
 )
@@ -63,7 +68,9 @@ import matplotlib.pyplot as plt
 fig, ax = plt.subplots(figsize=(5, 3.2))
 for metric in ("round_accuracy_a", "round_accuracy_b", "round_accuracy_all"):
     history = client.get_metric_history(run.info.run_id, metric)
-    ax.plot([m.step for m in history], [m.value for m in history], marker="o", label=metric.removeprefix("round_"))
+    ax.plot(
+        [m.step for m in history], [m.value for m in history], marker="o", label=metric.removeprefix("round_")
+    )
 ax.set(xlabel="round t", ylabel="accuracy", title="DSML on frequency_gender (mean over folds)")
 ax.legend()
 fig.tight_layout()

@@ -22,7 +22,7 @@ os.environ.setdefault("MLGRAPH_OUTPUT_DIR", tempfile.mkdtemp(prefix="mlgraph-exa
 # %%
 # Compose the config
 # ------------------
-# :data:`mlgraph.cli.CONFIG_DIR` is the package's config folder (``conf/`` of a checkout).
+# ``mlgraph.cli.CONFIG_DIR`` is the package's config folder (``conf/`` of a checkout).
 # Every override is a ``key=value`` string, exactly as on the command line.
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf

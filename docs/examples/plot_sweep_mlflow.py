@@ -44,9 +44,7 @@ client = mlflow.MlflowClient(f"sqlite:///{out}/mlflow.db")
 experiment = client.get_experiment_by_name("gallery_sweep")
 parent = client.search_runs([experiment.experiment_id], "tags.kind = 'sweep'")[0]
 print(parent.info.run_name, parent.info.status, "best:", parent.data.tags["best_run"])
-jobs = client.search_runs(
-    [experiment.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
-)
+jobs = client.search_runs([experiment.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
 table = pd.DataFrame(
     {
         "run": r.info.run_name,
@@ -73,7 +71,12 @@ import matplotlib.pyplot as plt
 fig, ax = plt.subplots(figsize=(5, 3.2))
 for r in sorted(jobs, key=lambda r: float(r.data.params["method.nu2"])):
     history = client.get_metric_history(r.info.run_id, "avg_precision")
-    ax.plot([m.step for m in history], [m.value for m in history], marker="o", label=f"ν2 = {r.data.params['method.nu2']}")
+    ax.plot(
+        [m.step for m in history],
+        [m.value for m in history],
+        marker="o",
+        label=f"ν2 = {r.data.params['method.nu2']}",
+    )
 ax.set(xlabel="labelling rate (%)", ylabel="average precision", title="ML-MRRW on emotions")
 ax.legend()
 fig.tight_layout()

@@ -30,6 +30,7 @@ def runs_of(out: Path, experiment="mlgraph"):
     return client, [r for r in runs if r.data.tags.get("kind") != "sweep"]
 
 
+@pytest.mark.quick
 def test_main_command_tracks_everything(tmp_path):
     proc = run(["method=mlmrrw", "dataset=emotions", *FEW], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
