@@ -334,7 +334,7 @@ def test_corpus_matches_liac_arff_value_by_value(name, line_end):
     assert ours.data.shape[0] == reference.shape[0] > 0
 
 
-def test_issue_16_bare_names_keep_their_backslashes():
+def test_bare_names_keep_their_backslashes():
     d = read_arff(CORPUS / "escaped_bare_names.arff")
     assert [a.name for a in d.attributes] == ["word_a", "TAG_m\\'usica", "TAG_dise\\~no"]
     assert d.attributes[1] == Attribute("TAG_m\\'usica", "nominal", ("0", "1"))

@@ -394,7 +394,7 @@ def test_xml_errors_name_line_and_column_not_content(tmp_path):
     assert "zz" not in str(info.value)
 
 
-def test_issue_16_escaped_label_names_match_the_xml(tmp_path):
+def test_escaped_label_names_match_the_xml(tmp_path):
     text = (
         "@relation r\n@attribute x numeric\n@attribute TAG_m\\'usica {0,1}\n"
         "@attribute TAG_dise\\~no {0,1}\n@data\n1,1,0\n2,0,1\n"
