@@ -458,8 +458,25 @@ def test_offline_error_names_the_url_and_where_to_put_the_file(bare, served):
         load_dataset("mediamill")
     message = str(info.value)
     assert dataset_files("mediamill")["arff"].url in message and "offline (test)" in message
-    assert f"put it at {bare / 'mediamill.arff'}" in message
+    assert str(bare / "mediamill.arff") in message
     assert list(bare.iterdir()) == []
+
+
+def test_offline_error_lists_every_missing_file_and_the_command_that_fetches_them(bare, served):
+    """Not the ARFF file, then the XML file, then the splits: every missing file at once."""
+    with pytest.raises(DatasetNotFoundError) as info:
+        load_dataset("emotions")
+    message = str(info.value)
+    files = dataset_files("emotions")
+    assert set(files) == {"arff", "xml", "train", "test"} and "4 of its 4 files" in message
+    for record in files.values():
+        assert record.url in message and str(record.cache_path()) in message
+    assert "python -m mlgraph.data emotions --fetch" in message and "offline (test)" in message
+    assert served.calls == [files["arff"].url]  # one failed download, not one per file
+    own = bare.parent / "mine.arff"
+    with pytest.raises(DatasetNotFoundError, match="mine.arff") as info:  # the caller's own file
+        load_dataset("emotions", own)
+    assert "--fetch" not in str(info.value)
 
 
 def test_an_interrupted_download_leaves_no_partial_file(bare, monkeypatch):
