@@ -90,7 +90,8 @@ sphinx_gallery_conf = {
 # --- HTML ------------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"mlgraph {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 html_theme_options = {
     "navbar_align": "left",
     "show_toc_level": 2,
