@@ -29,7 +29,7 @@ out = Path(os.environ["MLGRAPH_OUTPUT_DIR"])
 
 def mlgraph(*args):
     done = subprocess.run([sys.executable, "-m", "mlgraph", *args], capture_output=True, text=True)
-    print(done.stderr[-1500:] if done.returncode else done.stdout[-800:])
+    print(*(done.stderr if done.returncode else done.stdout).splitlines()[-8:], sep="\n")
     done.check_returncode()
 
 

@@ -31,7 +31,7 @@ command = [
     "tracking.experiment=gallery_sweep", "progress=false",
 ]  # fmt: skip
 done = subprocess.run(command, capture_output=True, text=True)
-print(done.stderr[-1500:] if done.returncode else done.stdout[-1500:])
+print(*(done.stderr if done.returncode else done.stdout).splitlines()[-12:], sep="\n")
 done.check_returncode()
 
 # %%
