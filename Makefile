@@ -7,7 +7,7 @@ OUT    ?= outputs
 PORT   ?= 5000
 ARGS   ?=
 
-.PHONY: install test test-fast lint run ui bench sweep-reliance sweep-hparams compare report fs-sweep clean \
+.PHONY: install test test-fast lint docs docs-clean run ui bench sweep-reliance sweep-hparams compare report fs-sweep clean \
         slurm-up slurm-down server-up server-down test-cluster \
         test-ui test-wheel
 
@@ -22,8 +22,8 @@ install: $(STAMP)  ## create .venv and install mlgraph with its test tools
 test: $(STAMP)  ## the whole suite: unit, integration, wheel, UI (headless Chromium) and cluster tests (starts SLURM and PostgreSQL; root)
 	MLGRAPH_CLUSTER_TESTS=1 $(BIN)/python -m pytest
 
-test-fast: $(STAMP)  ## unit tests only
-	$(BIN)/python -m pytest -m "not integration and not ui"
+test-fast: $(STAMP)  ## the contributor's loop (~2 min): maths, readers, configs, and one real command on a shipped dataset
+	$(BIN)/python -m pytest -m "(not integration and not ui and not cluster) or quick"
 
 test-wheel: $(STAMP)  ## build the wheel, install it in a fresh venv, run `mlgraph` outside the checkout
 	$(BIN)/python -m pytest tests/package
@@ -33,8 +33,20 @@ test-ui: $(STAMP)  ## the README's MLflow UI path in headless Chromium (installs
 	$(BIN)/python -m pytest -m ui tests/ui
 
 lint: $(STAMP)  ## ruff: lint (pyflakes, bugbear, pyupgrade, import order) and format check
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks docs
+	$(BIN)/ruff format --check src tests benchmarks docs
+
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)  ## the documentation site in docs/_build/html, strict (a warning or broken link fails it); runs the example gallery
+	$(BIN)/sphinx-build -b html -W --keep-going -q docs docs/_build/html
+	@echo "open docs/_build/html/index.html"
+
+docs-clean:  ## remove the built site, the generated API pages and the gallery's outputs
+	rm -rf docs/_build docs/auto_examples docs/api/generated docs/sg_execution_times.rst
 
 run: $(STAMP)  ## the main job: ML-MRRW on yeast under paper 000's protocol
 	$(BIN)/python -m run method=mlmrrw dataset=yeast $(ARGS)

@@ -8,11 +8,14 @@ every column, as a semi-supervised protocol passes them), which ``fit`` leaves o
 are ranked on the labelled rows only. Standardisation is *not* done here: the
 protocol z-scores every training fold before ranking. Fitted attributes shared by all:
 
-``ranking_``  feature indices, best first (ties: lower index first);
-``scores_``   one score per feature, **higher is better** for every selector (SPEC stores
-              ``-phi``; its raw Eq. 17 values, lower is better, are in ``phi_``);
-``constant_features_``  mask of features constant on the training rows; they carry no
-              information, get score ``-inf`` and are ranked last (never NaN).
+``ranking_``
+    feature indices, best first (ties: lower index first);
+``scores_``
+    one score per feature, **higher is better** for every selector (SPEC stores ``-phi``;
+    its raw Eq. 17 values, lower is better, are in ``phi_``);
+``constant_features_``
+    mask of features constant on the training rows; they carry no information, get score
+    ``-inf`` and are ranked last (never NaN).
 
 The number kept is ``k`` or ``ceil(fraction * n_features)`` (at least 1); with neither
 given, ``fraction = 0.3``. ``fraction``/``k`` may be changed after ``fit`` (``set_params``)

@@ -78,7 +78,7 @@ def user(tmp_path):
         textwrap.dedent(
             f"""\
             defaults:
-              - /schema/mulan_dataset@_here_
+              - /dataset_keys@_here_
               - _self_
             name: songs
             arff: {data / "songs.arff"}

@@ -7,6 +7,7 @@ read), so nothing is downloaded but the build backend of ``pip wheel``; mlgraph 
 from the wheel, and its configs and presets from inside the installed package.
 """
 
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -78,14 +79,21 @@ def mlgraph(bin_dir: Path, args, cwd: Path):
 
 def test_wheel_holds_package_and_configs_but_no_run_module(installed):
     bin_dir, site = installed
-    code = "import mlgraph, mlgraph.cli as c; print(mlgraph.__file__); print(c.CONFIG_DIR)"
+    code = (
+        "import mlgraph, mlgraph.cli as c; print(mlgraph.__file__); print(c.CONFIG_DIR); "
+        "print(mlgraph.__version__)"
+    )
     out = subprocess.check_output([bin_dir / "python", "-c", code], cwd=site.parent, text=True).split("\n")
     assert Path(out[0]).is_relative_to(site), out[0]  # the wheel's copy, not the checkout's src/
     conf = Path(out[1])
     assert conf.is_relative_to(site) and not conf.is_symlink()
     assert (conf / "config.yaml").is_file() and (conf / "experiment" / "reliance_weight.yaml").is_file()
-    assert (conf / "hydra" / "help" / "run.yaml").is_file()
+    assert (conf / "hydra" / "help" / "run.yaml").is_file() and (conf / "dataset_keys.yaml").is_file()
     assert not (site / "run.py").exists()  # no top-level `run` module shadowing a user's own
+    package = Path(out[0]).parent
+    assert (package / "py.typed").is_file()  # type hints are part of the API (PEP 561)
+    assert not list(site.glob("**/bench.py")) and not (site / "benchmarks").exists()  # benchmarks stay out
+    assert out[2] == importlib.metadata.version("mlgraph")
 
 
 def test_run_and_a_sweep_preset_from_an_empty_folder(installed, tmp_path):

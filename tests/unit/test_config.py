@@ -1,5 +1,9 @@
 """Every config composes; tuned hparams are picked per (method, dataset) and lose to the CLI."""
 
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +74,19 @@ def test_dual_set_data_bring_the_cv5_protocol_and_the_cli_wins(dataset):
     assert _compose(f"dataset={dataset}", "method=dsml").protocol.folds == 5
     assert _compose(f"dataset={dataset}", "method=dsml", "protocol=halves").protocol.test_size == 0.5
     assert _compose("dataset=yeast").protocol.rates[0] == 0.05  # multi-label data keep `ssl`
+
+
+def test_help_lists_only_the_groups_a_user_picks_and_the_data_variable(tmp_path):
+    env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mlgraph", "run", "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    listed = re.findall(r"^([a-z_/]+): ", proc.stdout, flags=re.M)  # Hydra's `group: options` lines
+    assert {"dataset", "method", "graph", "protocol", "selector", "tracking"} <= set(listed)
+    assert not [g for g in listed if "schema" in g or g.startswith("hydra")], listed
+    assert "$MLGRAPH_DATA_DIR" in proc.stdout and not re.search(r"\$MLGRAPH_DATA\b(?!_DIR)", proc.stdout)

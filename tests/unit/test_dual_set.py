@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from shared_data import DATASETS, needs_datasets
+from shared_data import benchmark_file
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.ensemble import AdaBoostClassifier
 from sklearn.tree import DecisionTreeClassifier
@@ -296,10 +296,10 @@ def test_dual_set_from_multilabel_predicts_the_top_label_within_each_set():
 # --------------------------------------------------------------------------
 # Data
 # --------------------------------------------------------------------------
-@needs_datasets
 def test_frequency_gender_derivation_is_deterministic_with_the_documented_shape():
-    d = frequency_gender(DATASETS / "voice.csv.gz")
-    again = frequency_gender(DATASETS / "voice.csv.gz")
+    voice = benchmark_file("voice.csv.gz")
+    d = frequency_gender(voice)
+    again = frequency_gender(voice)
     np.testing.assert_array_equal(d.X, again.X)
     np.testing.assert_array_equal(d.Y, again.Y)
     assert d.X.shape == (3166, 18) and d.X.dtype == np.float64
@@ -310,11 +310,11 @@ def test_frequency_gender_derivation_is_deterministic_with_the_documented_shape(
     assert dict(d.info["duplicate_columns"]) == {"centroid": "meanfreq"}
     assert d.info["duplicate_rows"] == (298, 2403)
     # The classes are the quintiles of meanfreq: ordered, and meanfreq separates them.
-    raw = pd.read_csv(DATASETS / "voice.csv.gz").drop_duplicates()
+    raw = pd.read_csv(voice).drop_duplicates()
     meanfreq = raw["meanfreq"].to_numpy()
     for k in range(4):
         assert meanfreq[d.y_a == k].max() < meanfreq[d.y_a == k + 1].min()
-    kept = frequency_gender(DATASETS / "voice.csv.gz", keep_frequency_feature=True)
+    kept = frequency_gender(voice, keep_frequency_feature=True)
     assert kept.X.shape == (3166, 19) and kept.feature_names[0] == "meanfreq"
     np.testing.assert_array_equal(kept.X[:, 0], meanfreq)
     assert d.sha256 == "1ffaef47c5c80fd038db5d8c6fae49acd4d88bb947bb9b17535ab7e60b52736c"

@@ -9,7 +9,6 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 from scipy.optimize import minimize
-from shared_data import needs_datasets
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
@@ -310,7 +309,6 @@ def test_free_block_solves_match_a_dense_solve(active_share):
         assert (x[~f, k] == 0).all()
 
 
-@needs_datasets
 def test_active_set_solver_on_a_yeast_half():
     """Real weights (yeast half, K = 15): the same μ as the previous path, every label exact."""
     data = load_dataset("yeast", "yeast.arff.gz", "yeast.xml")

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from hydra import compose, initialize_config_dir
-from shared_data import DATASETS, needs_datasets
+from shared_data import DATASETS, benchmark_file, local_dataset, needs_datasets, needs_shared_file
 
 import mlgraph.data.registry as registry
 from mlgraph.data import (
@@ -173,9 +173,9 @@ def test_registry_matches_shared_copies():
     )
 
 
-@needs_datasets
 @pytest.mark.parametrize("name", [n for n in dataset_names() if n != "mediamill"])
 def test_registered_statistics_are_those_of_the_loaded_data(name):
+    local_dataset(name)
     info, data = dataset_info(name), load_dataset(name)
     stats = info.stats
     assert (data.n_samples, data.n_labels) == (stats["n_instances"], stats["n_labels"])
@@ -183,25 +183,28 @@ def test_registered_statistics_are_those_of_the_loaded_data(name):
     assert round(data.cardinality, 4) == pytest.approx(stats["cardinality"], abs=1e-12)
 
 
-@needs_datasets
 def test_slashdot_as_published_loads_as_the_edited_copy(tmp_path):
     """A download gets the published header (with its ' %50' comment); the reader takes it."""
-    data = _content(DATASETS / "slashdot.arff.gz")
+    local_dataset("slashdot")
+    data = _content(benchmark_file("slashdot.arff.gz"))
     first, rest = data.split(b"\n", 1)
     published = tmp_path / "slashdot.arff"
     published.write_bytes(first + b" %50\n" + rest)
     _same_data(load_dataset("slashdot", published), load_dataset("slashdot"))
 
 
-@needs_datasets
 def test_rcv1_labels_without_xml_are_those_of_the_written_label_file():
+    local_dataset("rcv1subset1-500", "arff")
+    xml = benchmark_file("rcv1subset1-500.xml")  # written from the ARFF file, not published
     data = load_dataset("rcv1subset1-500")
-    with_xml = load_mulan(data.source, DATASETS / "rcv1subset1-500.xml", name="rcv1subset1-500")
+    with_xml = load_mulan(data.source, xml, name="rcv1subset1-500")
     _same_data(data, with_xml)
 
 
-@needs_datasets
 def test_official_splits_load_with_the_dataset_labels():
+    local_dataset("emotions", "train", "test")
+    local_dataset("genbase", "arff", "xml", "test")
+    local_dataset("bibtex", "train")
     train, test = load_split("emotions", "train"), load_split("emotions", "test")
     assert (train.n_samples, test.n_samples) == (391, 202)
     assert train.label_names == test.label_names == load_dataset("emotions").label_names
@@ -335,8 +338,19 @@ def test_builtin_datasets_load_and_verify():
             assert dataset_path(name, role).parent == BUILTIN_DIR
 
 
+def test_builtin_files_are_the_published_files():
+    """The shipped files have the registry's published size and SHA-256 (of their content)."""
+    for name in ("emotions", "scene", "yeast"):
+        for role in ("arff", "xml"):
+            record = dataset_files(name)[role]
+            path = BUILTIN_DIR / (record.path + (".gz" if role == "arff" else ""))
+            assert not registry._integrity_problem(path, record.accepted), path
+    record = dataset_files("mediamill")["xml"]
+    assert not registry._integrity_problem(BUILTIN_DIR / "mediamill.xml", record.accepted)
+
+
 @needs_datasets
-def test_builtin_files_are_exact_copies():
+def test_builtin_files_are_exact_copies_of_the_collection():
     for name in [
         "emotions.arff.gz",
         "emotions.xml",
@@ -368,9 +382,9 @@ def test_load_by_name_equals_the_hydra_config():
     _same_data(load_dataset("emotions"), load_from_config(cfg.dataset))
 
 
-@needs_datasets
-@pytest.mark.parametrize("name", ["bibtex", "genbase", "slashdot", "rcv1subset1-500"])
+@pytest.mark.parametrize("name", ["yeast", "bibtex", "genbase", "slashdot", "rcv1subset1-500"])
 def test_benchmark_by_name_equals_the_hydra_config(name):
+    local_dataset(name, "arff")
     _same_data(load_dataset(name), load_from_config(_compose(f"dataset={name}").dataset))
 
 
@@ -419,7 +433,7 @@ def test_a_gzip_publication_is_cached_compressed_and_verified_by_content(bare, s
     assert dataset_path("scene") == bare / "scene.arff.gz" == record.cache_path()
 
 
-@needs_datasets
+@needs_shared_file
 def test_split_files_download_under_splits(bare, served):
     record = dataset_files("yeast")["test"]
     served[record.url] = _content(DATASETS / "splits" / "yeast-test.arff.gz")
@@ -458,8 +472,25 @@ def test_offline_error_names_the_url_and_where_to_put_the_file(bare, served):
         load_dataset("mediamill")
     message = str(info.value)
     assert dataset_files("mediamill")["arff"].url in message and "offline (test)" in message
-    assert f"put it at {bare / 'mediamill.arff'}" in message
+    assert str(bare / "mediamill.arff") in message
     assert list(bare.iterdir()) == []
+
+
+def test_offline_error_lists_every_missing_file_and_the_command_that_fetches_them(bare, served):
+    """Not the ARFF file, then the XML file, then the splits: every missing file at once."""
+    with pytest.raises(DatasetNotFoundError) as info:
+        load_dataset("emotions")
+    message = str(info.value)
+    files = dataset_files("emotions")
+    assert set(files) == {"arff", "xml", "train", "test"} and "4 of its 4 files" in message
+    for record in files.values():
+        assert record.url in message and str(record.cache_path()) in message
+    assert "python -m mlgraph.data emotions --fetch" in message and "offline (test)" in message
+    assert served.calls == [files["arff"].url]  # one failed download, not one per file
+    own = bare.parent / "mine.arff"
+    with pytest.raises(DatasetNotFoundError, match="mine.arff") as info:  # the caller's own file
+        load_dataset("emotions", own)
+    assert "--fetch" not in str(info.value)
 
 
 def test_an_interrupted_download_leaves_no_partial_file(bare, monkeypatch):

@@ -1,8 +1,8 @@
 """scikit-learn model selection with every estimator of :mod:`mlgraph.methods`.
 
 Real data: emotions (bundled) subsampled to 150 rows and 20 features for the multi-label
-estimators, Frequency-Gender (``shared/datasets/voice.csv.gz``) subsampled to 150 rows for the
-dual-set ones. Each grid-search score is recomputed by hand on the same folds, so the tests
+estimators, and for the dual-set ones two targets read from the same rows (how many labels, and
+whether the first is relevant). Each grid-search score is recomputed by hand on the same folds, so the tests
 check the scorers' numbers, not only that ``GridSearchCV`` runs. scikit-learn's own estimator
 checks run through ``parametrize_with_checks``, with the checks that cannot apply to a
 multi-label estimator listed, each with its reason, in :func:`expected_failed_checks`.
@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from shared_data import DATASETS, needs_datasets
 from sklearn.base import clone, is_classifier
 from sklearn.metrics import f1_score, make_scorer
 from sklearn.model_selection import GridSearchCV, KFold
@@ -107,12 +106,14 @@ def emotions():
 
 
 @pytest.fixture(scope="module")
-def voice():
-    from mlgraph.data.dual_set import frequency_gender
-
-    d = frequency_gender(DATASETS / "voice.csv.gz")
+def dual():
+    """A dual-set problem from real rows of the shipped emotions data: set a is how many labels
+    a row has (1, 2, 3 or more), set b whether its first label is relevant."""
+    d = load_dataset("emotions", "emotions.arff.gz", "emotions.xml")
     rows = np.random.default_rng(0).choice(d.n_samples, 150, replace=False)
-    return d.X[rows], d.Y[rows]
+    Y = d.Y[rows]
+    sets = np.column_stack([np.clip(Y.sum(axis=1), 1, 3) - 1, Y[:, 0]]).astype(np.int64)
+    return d.X[rows][:, :20], sets
 
 
 # f1 of a label never predicted in a fold warns (UndefinedMetricWarning); not the subject here.
@@ -287,10 +288,9 @@ def _accuracy_a(Y, P):
     return metrics.dual_set_accuracy(Y[:, 0], P[:, 0], Y[:, 1], P[:, 1])["accuracy_a"]
 
 
-@needs_datasets
 @pytest.mark.parametrize("name", sorted(DUAL_SET))
-def test_dual_set_model_selection(name, voice):
-    X, Y = voice
+def test_dual_set_model_selection(name, dual):
+    X, Y = dual
     est, grid = DUAL_SET[name]
     search = GridSearchCV(est, grid, cv=2, error_score="raise").fit(X, Y)  # score(): Accuracy-all
     by_a = GridSearchCV(est, grid, cv=2, scoring=make_scorer(_accuracy_a), error_score="raise").fit(X, Y)

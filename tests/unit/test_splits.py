@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
-from shared_data import DATASETS, needs_datasets
+from shared_data import benchmark_file, local_dataset
 
 from mlgraph.data.mulan import load_mulan
 from mlgraph.data.splits import SplitDataset, combine_split, load_fixed_split
@@ -17,35 +17,32 @@ def _rows(X, Y):
     return sorted(map(bytes, np.ascontiguousarray(np.hstack([X, Y]), dtype=np.float64)))
 
 
-@needs_datasets
 def test_registered_split_is_train_then_test_and_covers_the_full_file():
+    local_dataset("emotions", "train", "test")
     data = load_fixed_split("emotions")
     assert isinstance(data, SplitDataset) and (data.n_samples, data.n_train) == (593, 391)
-    splits = DATASETS / "splits"
-    train = load_mulan(splits / "emotions-train.arff.gz", DATASETS / "emotions.xml")
+    train = load_mulan(benchmark_file("splits/emotions-train.arff.gz"), benchmark_file("emotions.xml"))
     np.testing.assert_array_equal(data.X[:391], train.X)
     np.testing.assert_array_equal(data.Y[:391], train.Y)
-    full = load_mulan(DATASETS / "emotions.arff.gz", DATASETS / "emotions.xml")
+    full = load_mulan(benchmark_file("emotions.arff.gz"), benchmark_file("emotions.xml"))
     assert _rows(data.X, data.Y) == _rows(full.X, full.Y)  # the two files hold the full dataset
     assert data.label_names == full.label_names and data.sha256.count(";") == 1
 
 
-@needs_datasets
 def test_own_files_and_sparse_data():
-    splits = DATASETS / "splits"
     data = load_fixed_split(
         "mine",
-        arff=str(splits / "medical-train.arff.gz"),
-        test_arff=str(splits / "medical-test.arff.gz"),
-        xml=str(DATASETS / "medical.xml"),
+        arff=str(benchmark_file("splits/medical-train.arff.gz")),
+        test_arff=str(benchmark_file("splits/medical-test.arff.gz")),
+        xml=str(benchmark_file("medical.xml")),
     )
     assert data.n_train == 333 and data.n_samples == 978 and data.X.format == "csr"
     assert data.source.endswith("medical-test.arff.gz")
 
 
-@needs_datasets
 @pytest.mark.parametrize("policy, n_train", [("drop", 462), ("keep", 463)])
 def test_genbase_instance_in_both_files(policy, n_train):
+    local_dataset("genbase", "xml", "train", "test")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         data = load_fixed_split("genbase", split_overlap=policy)
@@ -97,7 +94,6 @@ def test_fixed_protocol_refuses_dual_set_data():
         load_from_config(dataset, OmegaConf.create({"_target_": "mlgraph.protocols.fixed_split_trials"}))
 
 
-@needs_datasets
 @pytest.mark.parametrize(
     "overrides, n_trials, sizes",
     [
@@ -118,6 +114,8 @@ def test_protocols_from_the_composed_config(overrides, n_trials, sizes):
     from mlgraph.experiment import load_from_config
     from mlgraph.protocols import protocol_inputs
 
+    if "protocol=fixed" in overrides:
+        local_dataset("emotions", "train", "test")
     conf = Path(__file__).resolve().parents[2] / "conf"
     with initialize_config_dir(version_base="1.3", config_dir=str(conf)):
         cfg = compose("config", overrides=overrides)

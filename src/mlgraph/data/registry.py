@@ -306,11 +306,48 @@ def load_dataset(
         drop = entry.drop if drop is None else drop
     _check_url(url, sha256, verify)
     extra = [data_dir] if data_dir else []
-    arff_path = _locate(arff, _registered(entry, arff), sha256, size, url, extra, verify, "dataset.arff")
-    xml_path = (
-        _locate(xml, _registered(entry, xml), None, None, None, extra, verify, "dataset.xml") if xml else None
-    )
+    try:
+        arff_path = _locate(arff, _registered(entry, arff), sha256, size, url, extra, verify, "dataset.arff")
+        xml_path = (
+            _locate(xml, _registered(entry, xml), None, None, None, extra, verify, "dataset.xml")
+            if xml
+            else None
+        )
+    except DatasetNotFoundError as exc:
+        if entry is None or _registered(entry, arff) is None or url is not None:
+            raise  # the caller's own file: its own message says where it was looked for
+        raise missing_dataset_error(name, extra, exc) from exc
     return load_mulan(arff_path, xml_path, n_labels, label_location, drop or (), name=name, missing=missing)
+
+
+def missing_files(name: str, extra_dirs: Iterable[str | Path] = ()) -> dict[str, RegisteredFile]:
+    """The files of registered dataset ``name`` (by role) found in no data directory."""
+    missing = {}
+    for role, record in dataset_files(name).items():
+        try:
+            find_file(record.path, extra_dirs, [record.path + ".gz"])
+        except DatasetNotFoundError:
+            missing[role] = record
+    return missing
+
+
+def missing_dataset_error(
+    name: str, extra_dirs: Iterable[str | Path], cause: BaseException
+) -> DatasetNotFoundError:
+    """One error for a registered dataset that could not be completed: every file it lacks, with
+    its URL and the path a download goes to, and the one command that fetches them all."""
+    missing = missing_files(name, extra_dirs)
+    reason = cause.__cause__ or cause
+    rows = "\n".join(
+        f"  {role:5} {record.url}\n        -> {record.cache_path()}" for role, record in missing.items()
+    )
+    return DatasetNotFoundError(
+        f"dataset {name!r}: {len(missing)} of its {len(dataset_files(name))} files are in no data directory "
+        f"and could not be downloaded ({reason}):\n{rows}\n"
+        f"Fetch them all with `python -m mlgraph.data {name} --fetch` where the network is reachable "
+        f"(then copy {cache_dir()} here), or put the files in a directory of MLGRAPH_DATA_DIR; "
+        f"`python -m mlgraph.data {name}` lists where each is looked for."
+    )
 
 
 def _registered(entry: DatasetEntry | None, filename: str | Path) -> RegisteredFile | None:

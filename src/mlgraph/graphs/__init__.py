@@ -46,6 +46,8 @@ def build_graph(
 ) -> sp.csr_matrix:
     """Sparse symmetric weight matrix W (zero diagonal) of paper 000, Eq. 5-10.
 
+    Parameters
+    ----------
     kind : ``"knn"`` (Eq. 8, uses ``k``), ``"epsilon"`` (Eq. 7 read as ``H_ij <= eps``,
         uses ``eps``) or ``"bmatching"`` (Eq. 9, uses ``b``).
     sigma : bandwidth of Eq. 5; ``None`` -> :func:`median_sigma` ``(X, random_state=...)``.
@@ -56,6 +58,8 @@ def build_graph(
     sqdist : optional full squared-distance matrix of X; kernel methods have it already,
         and the kNN graph then reads its neighbours from it instead of searching again.
 
+    Notes
+    -----
     Never forms a dense n x n matrix (b-matching prices pairs in bounded row blocks; only
     its never-observed last resort, an exact MILP on the complete graph, is quadratic).
     Use :func:`laplacian` for ``L = D - W``.

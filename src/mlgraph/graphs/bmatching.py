@@ -5,7 +5,7 @@ minimising ``sum_ij B_ij H_ij`` (each edge counted twice, as printed).  Such a B
 iff ``1 <= b <= n - 1`` and ``n b`` is even (e.g. a circulant graph).
 
 Production solver (:func:`bmatching_graph`)
-------------------------------------------
+-------------------------------------------
 A generic MILP (HiGHS branch and bound) on kNN candidates is fast when b is even but
 ran for minutes on yeast (n = 2417, b = 5, 10 or 20 candidate neighbours): the LP
 relaxation of b-matching has half-integral vertices whose 1/2 edges form odd cycles,
@@ -319,9 +319,12 @@ def bmatching_graph(X: np.ndarray, sigma: float, b: int, *, k_candidates: int | 
     k_candidates : initial kNN candidate degree (default ``min(n - 1, 2 b)``); doubled
         automatically when too small.
 
-    Returns a :class:`Graph`; ``info`` holds ``objective`` (``sum_ij B_ij H_ij``),
-    ``lower_bound`` (certified, LP over all pairs) and ``gap``.  See the module
-    docstring for the algorithm and its guarantees.
+    Returns
+    -------
+    Graph
+        ``info`` holds ``objective`` (``sum_ij B_ij H_ij``), ``lower_bound`` (certified, LP
+        over all pairs) and ``gap``.  See the module docstring for the algorithm and its
+        guarantees.
     """
     X = check_X(X)
     sigma = check_sigma(sigma)

@@ -199,6 +199,8 @@ class DSML(DualSetEstimator):
     random_state : int, Generator or None, default 0
         Seed of the resampling (``numpy.random.default_rng``).
 
+    Notes
+    -----
     Fitted attributes: ``classes_`` ([classes of a, classes of b]), ``n_classes_``,
     ``estimators_`` (one dict per round with keys "raw", "a", "b"), ``alphas_`` and ``errors_``
     (n_rounds × 2, column 0 for set a), ``n_rounds_``, ``stopped_early_``, ``raw_set_`` (0 or 1),

@@ -167,6 +167,8 @@ class MLkNN(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     nominal_groups : for ``metric="weka"``, the columns of each nominal attribute (a list of
         lists; a dataset's ``nominal_groups``); None: every column numeric.
 
+    Notes
+    -----
     Fitted attributes: ``prior_`` (q,) P(H_1^l); ``cond_prob_true_`` and ``cond_prob_false_``
     (q, k+1) P(E_j^l | H_1^l) and P(E_j^l | H_0^l); ``counts_`` (q, k+1, 2) the frequency tables
     c' (``[..., 0]``) and c (``[..., 1]``); ``X_fit_`` and ``Y_fit_`` the (standardised) labelled

@@ -53,7 +53,7 @@ done again, so a call costs a full fit and returns exactly the rows that fitting
 
 Assumptions:
 - Zha et al. (2009) also add a label-correlation term coupling the q propagation problems; the
-  baselines here are label-wise without it, as the issue defines them.
+  baselines here are label-wise without it (the comparison of paper 000 defines them so).
 - Transductive methods see the features (never the labels) of every node they score: the
   standardisation statistics and the median-heuristic σ are computed on all rows given to
   ``fit``, test rows included.

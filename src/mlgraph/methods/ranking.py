@@ -300,6 +300,8 @@ class BPMLL(_RankingModel):
     random_state : seed of the initial weights and of the epoch orders, default 0.
     standardize : z-score the features with training statistics, default True.
 
+    Notes
+    -----
     Fitted attributes: ``coefs_`` [W1 (d×h), W2 (h×q)], ``intercepts_`` [b1, b2];
     ``threshold_coef_`` (q + 1,) of t(x) = [c(x), 1]·v; ``loss_curve_`` (epochs,) J after each
     epoch; ``n_iter_`` = epochs; ``n_hidden_``; ``mean_``, ``scale_`` (None without
@@ -415,6 +417,8 @@ class RankSVM(_RankingModel):
     random_state : unused (the solver is deterministic); kept for a uniform interface.
     standardize : z-score the features with training statistics, default True.
 
+    Notes
+    -----
     Fitted attributes: ``pairs_`` (3, P) rows (among the labelled training rows), relevant and
     irrelevant labels; ``alpha_`` (P,) the α; ``beta_`` (n_sv, q) the β of the
     training rows with pairs, ``support_vectors_`` those rows (transformed); ``coef_`` (d, q)

@@ -170,6 +170,8 @@ class RBFNetwork(ClassifierMixin, BaseEstimator):
     random_state : int, RandomState or None, default 0
         k-means++ seeding.
 
+    Notes
+    -----
     Fitted attributes: ``classes_``, ``centres_`` (standardised space), ``sigma_``, ``coef_``
     ((1 + K_centres) × n_classes, bias row first), ``mean_``, ``scale_``, ``n_features_in_``.
     """
@@ -255,6 +257,8 @@ class MLRBF(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     standardize, max_iter, random_state
         As in :class:`RBFNetwork`.
 
+    Notes
+    -----
     ``fit(X, Y)`` takes the n × q 0/1 label matrix (rows of −1 are unlabelled and dropped);
     ``decision_function`` returns the n × q outputs and ``predict`` the 0/1 matrix ``outputs > 0``.
     """

@@ -178,6 +178,8 @@ def solve_primal(
 class MLFSKSC(ScoreThresholdMixin, MultiLabelClassifierMixin, TransformerMixin, BaseEstimator):
     """ML-FSKSC [33]: fixed-size multi-label semi-supervised regularized KSC (see the module).
 
+    Parameters
+    ----------
     gamma1 : weight γ1 ≥ 0 of the (maximised) KSC term eᵀD⁻¹e over all training points; the
         unlabelled points act through it. Below ≈1 the primal stays convex in w.
     gamma2 : weight γ2 > 0 of the squared error on the labelled points.

@@ -38,7 +38,7 @@ Block coordinate descent (one sweep = W, then W*, then L, as in SSWL.m)
 ------------------------------------------------------------------------
 Write vec(·) column-wise and Ã_M = [M_1∘Ã, …, M_m∘Ã] (n × mp, column j of the mask scaling
 the rows), C_M = Ã_Mᵀ S Ã_M and E_M = (S Ã_M)ᵀ (S Ã_M); J_p is the p × p matrix of ones. With
-N(X) = X − S X L and its adjoint Nᵀ(R) = R − Sᵀ R Lᵀ, the normal equations are
+N(X) = X − S X L and its adjoint Nᵀ(R) = R − Sᵀ R Lᵀ, the normal equations are::
 
     W  : H_P vec(W)  = vec(Ãᵀ(P + β U∘G − α P∘Nᵀ(N(U∘G))))
     W* : H_U vec(W*) = vec(Ãᵀ(−ζ U + β U∘F − α U∘Nᵀ(N(P∘F))))
@@ -400,9 +400,11 @@ class _SSWLProblem:
 
 
 class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
-    """Semi-supervised weak-label learning (SSWL) as a scikit-learn estimator.
+    """Semi-supervised weak-label learning (SSWL) as a scikit-learn estimator; the defaults are
+    those of the authors' ``demo_SSWL.m`` / ``SSWL.m``.
 
-    Parameters (defaults from the authors' ``demo_SSWL.m`` / ``SSWL.m``)
+    Parameters
+    ----------
     alpha : weight of the instance/label smoothness term (2).
     beta : weight of the consistency of the two models on uncertain entries (3).
     zeta : weight pulling the second model to −1 on uncertain entries (4).
@@ -413,6 +415,8 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     label_similarity : "free" (SSWL.m) or "symmetric" (L constrained symmetric; ours).
     random_state, memory : passed to the graph builder / joblib cache.
 
+    Notes
+    -----
     Fitted attributes: ``coef_`` (W, (n_features + 1) × m, bias last), ``coef_star_`` (W*),
     ``label_similarity_`` (L), ``graph_`` (row-normalised S), ``sigma_``, ``objective_``
     (after 0, 1, … sweeps), ``n_iter_``, ``mean_``, ``scale_``, ``n_features_in_``.
