@@ -12,6 +12,7 @@ workers inherit them, submitit exports them to SLURM jobs).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime
 import hashlib
 import logging
@@ -33,13 +34,16 @@ from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from mlgraph import config_keys
 from mlgraph.signals import Interrupted, forward_and_wait, process_gone
-from mlgraph.tracking import TrackingUnavailable, canonical, setup_from_config
+from mlgraph.tracking import TrackingUnavailable, canonical, log_batch, setup_from_config
 
 log = logging.getLogger(__name__)
 
 ENV_PARENT, ENV_SWEEP, ENV_KEYS = "MLGRAPH_PARENT_RUN_ID", "MLGRAPH_SWEEP_ID", "MLGRAPH_SWEPT_KEYS"
 ENV_JOBS = "MLGRAPH_SWEEP_JOBS"
+# Launchers (hydra/launcher options) whose jobs share this machine's cores.
+LOCAL_PARALLEL_LAUNCHERS = ("processes", "joblib", "submitit_local")
 HEADLINE = (
     "avg_precision_overall",
     "accuracy_all_overall",
@@ -162,26 +166,88 @@ def close_orphaned_sweep() -> None:
         client.set_terminated(parent_run, "KILLED")
 
 
+# Jobs of this sweep whose process died, recorded by the launcher in the sweep's own process:
+# (job number, overrides, cause, run id or None), reported by the parent run when the sweep ends.
+DEAD_JOBS: list[tuple[int, tuple[str, ...], str, str | None]] = []
+
+
+def close_dead_job(job_num: int, overrides, cause: str) -> str | None:
+    """Called by the sweep's process when job ``job_num``'s process died without closing its run
+    (SIGKILL, out of memory, a crash): mark that run KILLED with a note saying how the process
+    died, and remember the job for the parent run. Returns the run's id (None: it had no run yet)."""
+    run_id = _kill_dead_run(job_num, cause)
+    DEAD_JOBS.append((job_num, tuple(overrides), cause, run_id))
+    return run_id
+
+
+def _kill_dead_run(job_num: int, cause: str) -> str | None:
+    parent, sweep_id = os.environ.get(ENV_PARENT), os.environ.get(ENV_SWEEP)
+    if not parent:
+        return None
+    note = (
+        f"The job's process died of {cause} while this run was RUNNING; the trials it finished "
+        "are saved. Run the sweep's command again with resume=true to finish it."
+    )
+    try:
+        client = mlflow.MlflowClient()
+        experiment_id = client.get_run(parent).info.experiment_id
+        runs = client.search_runs(
+            [experiment_id],
+            f"tags.sweep_id = '{sweep_id}' and tags.job_num = '{job_num}' and attributes.status = 'RUNNING'",
+        )
+        for run in runs:
+            client.set_tag(run.info.run_id, "interrupted", f"process died of {cause}")
+            client.set_tag(run.info.run_id, "mlflow.note.content", note)
+            client.set_terminated(run.info.run_id, "KILLED")
+    except Exception as exc:  # the sweep goes on; its parent run still reports the dead job
+        log.warning("could not mark the run of dead job #%d KILLED: %s", job_num, exc)
+        return None
+    return runs[0].info.run_id if runs else None
+
+
+SKIPPED_TAG = "skipped_job."
+
+
+def record_skipped(job: JobInfo, run_id: str) -> None:
+    """A resumed sweep's job found its config FINISHED in run ``run_id`` (maybe under another
+    sweep's parent): note it on this sweep's parent, whose table then counts it as finished."""
+    if job.parent_run_id and job.job_num is not None:
+        mlflow.MlflowClient().set_tag(job.parent_run_id, f"{SKIPPED_TAG}{job.job_num}", run_id)
+
+
+def _row(run, job_num=None) -> dict:
+    row = {
+        "job_num": run.data.tags.get("job_num") if job_num is None else job_num,
+        "run_name": run.info.run_name,
+        "overrides": run.data.tags.get("overrides", ""),
+        "status": run.info.status,
+        "run_id": run.info.run_id,
+        "config_hash": run.data.tags.get("config_hash"),
+        "skipped": job_num is not None,
+    }
+    row.update({m: run.data.metrics.get(m) for m in HEADLINE if m in run.data.metrics})
+    return row
+
+
 def sweep_table(client: mlflow.MlflowClient, experiment_id: str, parent_id: str) -> pd.DataFrame:
-    """One row per job of the sweep (the latest run of each config), headline metrics included."""
+    """One row per job of the sweep (the latest run of each config), headline metrics included;
+    jobs a resume skipped because their config had a FINISHED run elsewhere are rows of that run
+    (``skipped`` true)."""
     runs = client.search_runs(
         [experiment_id],
         f"tags.`mlflow.parentRunId` = '{parent_id}'",
         run_view_type=mlflow.entities.ViewType.ACTIVE_ONLY,
         max_results=50000,
     )
-    rows = []
-    for r in sorted(runs, key=lambda r: r.info.start_time):
-        row = {
-            "job_num": r.data.tags.get("job_num"),
-            "run_name": r.info.run_name,
-            "overrides": r.data.tags.get("overrides", ""),
-            "status": r.info.status,
-            "run_id": r.info.run_id,
-            "config_hash": r.data.tags.get("config_hash"),
-        }
-        row.update({m: r.data.metrics.get(m) for m in HEADLINE if m in r.data.metrics})
-        rows.append(row)
+    rows = [_row(r) for r in sorted(runs, key=lambda r: r.info.start_time)]
+    skipped = {
+        key[len(SKIPPED_TAG) :]: run_id
+        for key, run_id in client.get_run(parent_id).data.tags.items()
+        if key.startswith(SKIPPED_TAG)
+    }
+    for job_num, run_id in skipped.items():
+        with contextlib.suppress(mlflow.exceptions.MlflowException):  # deleted since
+            rows.append(_row(client.get_run(run_id), job_num))
     table = pd.DataFrame(rows)
     if table.empty:
         return table
@@ -260,6 +326,10 @@ class SweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra turns a callback's exception into a warning and runs the sweep anyway: a store
         # or a scheduler that refuses must stop it here, before any job, in one paragraph.
+        problem = config_keys.paragraph(config)  # every job would fail the same way
+        if problem:
+            print(problem, file=sys.stderr)
+            raise SystemExit(2)
         try:
             check_slurm(config.hydra.launcher)  # first: it leaves nothing behind
             experiment_id = setup_from_config(config.tracking)
@@ -323,21 +393,50 @@ class SweepCallback(Callback):
         self._close()
 
     def _close(self) -> None:
-        """Log the table and end the parent: FINISHED when every job finished, FAILED when some
-        failed, KILLED when the sweep itself was stopped (its jobs were still running)."""
+        """Log the table and end the parent: FINISHED when every job finished (or had finished
+        before a resume), FAILED when some failed or died, KILLED when the sweep itself was
+        stopped (its jobs were still running). The parent is ended even if the table cannot be
+        written (a full disk, a store gone)."""
         if self.parent is None:
             return
         parent, self.parent = self.parent, None
         for name in (ENV_PARENT, ENV_SWEEP, ENV_KEYS, ENV_JOBS):
             os.environ.pop(name, None)
+        status = "KILLED" if self.interrupted else "FAILED"
+        try:
+            all_done = self._report(parent)
+            if all_done and self.completed and not self.interrupted:
+                status = "FINISHED"
+        except Exception as exc:
+            print(
+                f"sweep {parent}: its table could not be written: {type(exc).__name__}: {exc}",
+                file=sys.stderr,
+            )
+        finally:
+            DEAD_JOBS.clear()
+            try:
+                self.client.set_terminated(parent, status)
+            except Exception as exc:
+                print(f"sweep {parent}: could not be marked {status}: {exc}", file=sys.stderr)
+
+    def _report(self, parent: str) -> bool:
+        """Write the sweep's table and tags to its parent run, print its summary; whether every
+        job finished."""
         table = sweep_table(self.client, self.experiment_id, parent)
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
         path = self.sweep_dir / "sweep.csv"
         table.to_csv(path, index=False)
         self.client.log_artifact(parent, str(path))
+        finished = int((table.status == "FINISHED").sum()) if len(table) else 0
+        skipped = int((table.status == "FINISHED").mul(table.skipped).sum()) if len(table) else 0
+        n_jobs = len(table) + sum(run_id is None for *_, run_id in DEAD_JOBS)  # some died before their run
+        dead = "; ".join(f"#{n} ({' '.join(o)}): {cause}" for n, o, cause, _ in DEAD_JOBS)
         tags = {
-            "jobs": str(len(table)),
-            "jobs_finished": str(int((table.status == "FINISHED").sum())) if len(table) else "0",
+            "jobs": str(n_jobs),
+            "jobs_finished": str(finished),
+            "jobs_skipped": str(skipped),
+            "jobs_died": str(len(DEAD_JOBS)),  # of this attempt: a resume that finishes them says 0
+            "dead_jobs": dead[:5000] or "none",
         }
         best = _best(table) if len(table) else None
         if best is not None:
@@ -347,13 +446,14 @@ class SweepCallback(Callback):
                 best_metric=best.name,
                 best_value=canonical(float(best[best.name])),
             )
-        for k, v in tags.items():
-            self.client.set_tag(parent, k, v)
-        all_done = bool(len(table)) and (table.status == "FINISHED").all()
-        status = "KILLED" if self.interrupted else ("FINISHED" if self.completed and all_done else "FAILED")
-        self.client.set_terminated(parent, status)
+        log_batch(parent, tags=tags)
+        summary = f"sweep {parent}: {finished} of {n_jobs} jobs finished"
+        if skipped:
+            summary += f" ({skipped} of {n_jobs} already finished)"
+        if DEAD_JOBS:
+            summary += f", {len(DEAD_JOBS)} died (resume with resume=true)"
         print(
-            f"sweep {parent}: {tags['jobs_finished']} of {tags['jobs']} jobs finished, "
-            f"table {path}"
+            f"{summary}, table {path}"
             + (f", best {best.run_name} ({best.name} {best[best.name]:.4f})" if best is not None else "")
         )
+        return bool(n_jobs) and finished == n_jobs
