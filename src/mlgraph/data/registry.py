@@ -308,7 +308,22 @@ def load_dataset(
     xml_path = (
         _locate(xml, _registered(entry, xml), None, None, None, extra, verify, "dataset.xml") if xml else None
     )
-    return load_mulan(arff_path, xml_path, n_labels, label_location, drop or (), name=name)
+    data = load_mulan(arff_path, xml_path, n_labels, label_location, drop or (), name=name)
+    if entry is not None:
+        check_label_count(entry, data, xml_path or arff_path)
+    return data
+
+
+def check_label_count(entry: DatasetEntry, data: MultiLabelDataset, source: str | Path) -> None:
+    """A benchmark read with another label set (an XML file that leaves out one of its labels
+    turns that label into a feature) is an error naming both counts."""
+    expected = entry.stats.get("n_labels")
+    if expected is not None and data.n_labels != expected:
+        raise ValueError(
+            f"{source}: {data.n_labels} labels were read, but benchmark {entry.name!r} has {expected} "
+            f"(src/mlgraph/data/datasets.toml); a label left out of the XML file would be read as a "
+            "feature. Use the published label file, or dataset=custom for your own label set."
+        )
 
 
 def _registered(entry: DatasetEntry | None, filename: str | Path) -> RegisteredFile | None:
