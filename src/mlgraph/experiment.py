@@ -57,7 +57,14 @@ from mlgraph.sweep import (
     record_skipped,
     run_name,
 )
-from mlgraph.tracking import config_hash, config_params, log_batch, provenance_tags, setup_from_config
+from mlgraph.tracking import (
+    config_hash,
+    config_params,
+    log_batch,
+    provenance_tags,
+    setup_from_config,
+    storage_problem,
+)
 
 log = logging.getLogger(__name__)
 
@@ -242,6 +249,11 @@ def run_from_hydra(cfg: DictConfig) -> pd.DataFrame | None:
                 launcher_jobs=concurrent_jobs(hc.launcher) if parallel else None,
                 job=JobInfo.from_hydra(hc),
             )
+    except Exception as exc:  # a full disk, a read-only folder: one paragraph naming the path
+        problem = storage_problem(exc, cfg.tracking.get("uri"))
+        if problem is None:
+            raise
+        raise problem from exc
     except Interrupted as exc:
         if multirun:
             with deferred():
@@ -667,10 +679,7 @@ def _tracked(
                 exc.name if isinstance(exc, Interrupted) else "requeued by SLURM (pre-emption or time limit)"
             )
             with deferred():
-                stop_workers()
-                checkpoint.flush()
-                mlflow.set_tag("interrupted", why)
-                mlflow.end_run("KILLED")
+                _close_run("KILLED", {"interrupted": why}, checkpoint)
             log.warning(
                 "%s: %s; run %s KILLED with %d finished trials saved (resume with resume=true)",
                 name,
@@ -681,12 +690,29 @@ def _tracked(
             raise
         except BaseException as exc:
             with deferred():
-                stop_workers()
-                checkpoint.flush()
-                mlflow.set_tag("error", f"{type(exc).__name__}: {exc}"[:5000])
-                mlflow.end_run("FAILED")
+                _close_run("FAILED", {"error": f"{type(exc).__name__}: {exc}"[:5000]}, checkpoint)
             raise
     return summarise(table, plan.metrics)
+
+
+def _close_run(status: str, tags: dict, checkpoint: Checkpoint) -> None:
+    """End the active run as ``status`` after an interruption or an error: each step is tried
+    on its own, so that a full disk that stops the checkpoint's copy does not also leave the
+    run RUNNING (a store that can no longer be written leaves it RUNNING; resume=true
+    continues it)."""
+    steps = (
+        stop_workers,
+        checkpoint.flush,
+        lambda: mlflow.set_tags(tags),
+        lambda: mlflow.end_run(status),
+    )
+    for step in steps:
+        try:
+            step()
+        except Exception as exc:
+            log.warning(
+                "while ending the run %s: %s: %s", status, type(exc).__name__, str(exc).splitlines()[0]
+            )
 
 
 def _finish(

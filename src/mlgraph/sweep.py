@@ -36,7 +36,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from mlgraph import config_keys
 from mlgraph.signals import Interrupted, forward_and_wait, process_gone
-from mlgraph.tracking import TrackingUnavailable, canonical, log_batch, setup_from_config
+from mlgraph.tracking import (
+    StorageError,
+    TrackingUnavailable,
+    canonical,
+    check_writable,
+    log_batch,
+    setup_from_config,
+)
 
 log = logging.getLogger(__name__)
 
@@ -331,9 +338,10 @@ class SweepCallback(Callback):
             print(problem, file=sys.stderr)
             raise SystemExit(2)
         try:
+            check_writable(config.hydra.sweep.dir, "sweep folder")
             check_slurm(config.hydra.launcher)  # first: it leaves nothing behind
             experiment_id = setup_from_config(config.tracking)
-        except (TrackingUnavailable, SlurmRefused) as exc:
+        except (TrackingUnavailable, SlurmRefused, StorageError) as exc:
             print(exc, file=sys.stderr)
             raise SystemExit(2) from exc
         self.client = mlflow.MlflowClient(config.tracking.uri)
@@ -380,6 +388,14 @@ class SweepCallback(Callback):
         atexit.register(self._close)
         for signum in (signal.SIGTERM, signal.SIGINT):  # the sweep's own process: close, then die
             signal.signal(signum, self._on_signal)
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """A single run: its folder must be writable before Hydra writes into it."""
+        try:
+            check_writable(config.hydra.run.dir, "run folder")
+        except StorageError as exc:
+            print(exc, file=sys.stderr)
+            raise SystemExit(2) from exc
 
     def _on_signal(self, signum, frame):
         if self.interrupted:

@@ -11,6 +11,7 @@ server is checked to answer before anything runs (:func:`check_reachable`).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import functools
 import hashlib
@@ -22,6 +23,7 @@ import platform
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -152,6 +154,75 @@ def _store_template() -> Path | None:
     except OSError:
         return None
     return template
+
+
+class StorageError(CompactHydraException):
+    """A folder or store cannot be written (read-only, not a folder, full): one paragraph naming
+    the path; what was already logged stays."""
+
+
+# OSError numbers that mean "this place cannot be written", and what each means in words.
+_STORAGE_ERRNOS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EEXIST: "a file of that name is in the way",
+    errno.EISDIR: "it is a folder",
+}
+# SQLite's words for the same (through SQLAlchemy and MLflow, whose exceptions carry no errno).
+_SQLITE_STORAGE = re.compile(
+    r"database or disk is full|attempt to write a readonly database|unable to open database file|disk I/O error"
+)
+
+
+def storage_problem(exc: BaseException, uri: str | None = None) -> StorageError | None:
+    """The one-paragraph :class:`StorageError` for an error that says a folder, file or store
+    cannot be written (an OSError of :data:`_STORAGE_ERRNOS`, or SQLite's own message for a store
+    at ``uri``, anywhere in the exception's chain); None for any other error."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRNOS:
+            path = exc.filename or "(a file of the run)"
+            return StorageError(_storage_paragraph(str(path), _STORAGE_ERRNOS[exc.errno]))
+        match = _SQLITE_STORAGE.search(str(exc))
+        if match:
+            return StorageError(
+                _storage_paragraph(redact(uri or "the MLflow store"), f"SQLite: {match.group(0)}")
+            )
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _storage_paragraph(path: str, why: str) -> str:
+    return (
+        f"cannot write {path}: {why}. Whatever was logged before stays in the store; make room (or "
+        "point MLGRAPH_OUTPUT_DIR, hydra.run.dir or tracking.uri elsewhere) and run the same command "
+        "with resume=true to continue from the trials already saved."
+    )
+
+
+def check_writable(folder: str | os.PathLike, what: str = "output folder") -> None:
+    """Create ``folder`` (and its parents) and write a probe file in it, or raise a one-paragraph
+    :class:`StorageError` naming it (read-only, not a folder, full)."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".mlgraph-probe-") as probe:
+            probe.write(b"\0" * 4096)
+            probe.flush()
+            os.fsync(probe.fileno())
+    except OSError as exc:
+        why = _STORAGE_ERRNOS.get(exc.errno, exc.strerror or type(exc).__name__)
+        room = "make room, or " if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+        raise StorageError(
+            f"cannot write to the {what} {folder}: {why} ({exc.filename or folder}); nothing was run. "
+            f"{room.capitalize()}{'p' if room else 'P'}oint MLGRAPH_OUTPUT_DIR (or hydra.run.dir, "
+            "hydra.sweep.dir) at a folder you can write."
+        ) from exc
 
 
 def check_reachable(uri: str, wait_seconds: float = 10.0) -> None:

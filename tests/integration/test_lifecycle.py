@@ -367,6 +367,60 @@ def test_config_errors_are_one_paragraph_before_any_run(tmp_path, args, named):
     assert all(not client.search_runs([e.experiment_id]) for e in client.search_experiments())
 
 
+@pytest.fixture
+def small_disk(tmp_path):
+    """mount(fs: str, options: str) -> a folder on a 2 MB tmpfs (root with CAP_SYS_ADMIN only);
+    unmounted afterwards."""
+    mounted = []
+
+    def mount(name: str, options: str = "") -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size=2m{options}", "tmpfs", str(folder)], capture_output=True
+        )
+        if done.returncode != 0:
+            pytest.skip("mounting a small file system needs root with CAP_SYS_ADMIN")
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_unwritable_non_folder_and_full_outputs_are_one_paragraph(tmp_path, small_disk):
+    args = ["dataset=emotions", "protocol.repeats=3", "protocol.rates=[0.5]", "progress=false"]
+    blocker = tmp_path / "file"
+    blocker.write_text("a file, not a folder")
+    cases = [
+        (blocker, False, "a part of the path is a file"),
+        (blocker, True, "a part of the path is a file"),
+        (small_disk("ro", ",ro"), False, "the file system is read-only"),
+    ]
+    for out, multirun, words in cases:
+        code, _, stderr = run(args, out, multirun=multirun)
+        assert code == 2 and f"cannot write to the {'sweep' if multirun else 'run'} folder {out}/" in stderr
+        assert words in stderr and "Traceback" not in stderr
+
+    full = small_disk("full")
+    code, _, stderr = run(args, full)  # a first run fits, then the disk is filled up
+    assert code == 0, stderr[-2000:]
+    subprocess.run(["dd", "if=/dev/zero", f"of={full}/filler", "bs=1k", "count=2000"], capture_output=True)
+    (full / "filler").unlink()
+    subprocess.run(["dd", "if=/dev/zero", f"of={full}/filler", "bs=1k", "count=880"], capture_output=True)
+    code, _, stderr = run(args, full)
+    assert code != 0 and "Traceback" not in stderr, stderr[-3000:]
+    # the run folder's probe, or a write during the run, finds the disk full
+    assert any(f"cannot write {where}{full}" in stderr for where in ("", "to the run folder ", "sqlite:///"))
+    client, runs = all_runs(full)  # the store is intact: the first run is still there, FINISHED
+    assert "FINISHED" in {r.info.status for r in runs}
+    import sqlite3
+
+    with sqlite3.connect(full / "mlflow.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+
+
 def test_unreachable_tracking_server_is_named_before_anything_runs(tmp_path):
     started = time.monotonic()
     code, _, stderr = run(
