@@ -287,6 +287,29 @@ def sweep_key(config: DictConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def signal_delay(timeout_min: float, signal_delay_s: int) -> int:
+    """The SLURM warning signal's lead on the time limit, at most a quarter of the limit: SLURM
+    sends it ``signal_delay_s`` before the limit (up to 60 s earlier still), and a requeued job
+    that is signalled as soon as it starts can never finish. A larger delay is cut to that, with
+    a warning."""
+    limit = int(float(timeout_min) * 60)
+    most = max(1, limit // 4)
+    if int(signal_delay_s) <= most:
+        return int(signal_delay_s)
+    log.warning(
+        "hydra.launcher.signal_delay_s=%s is not well below timeout_min=%s (%d s): each job would be "
+        "signalled to stop with %d s of its %d s or less done; using signal_delay_s=%d, a quarter of the "
+        "limit (SLURM may signal up to 60 s earlier still).",
+        signal_delay_s,
+        timeout_min,
+        limit,
+        max(0, limit - int(signal_delay_s)),
+        limit,
+        most,
+    )
+    return most
+
+
 class SlurmRefused(RuntimeError):
     """SLURM would not accept the sweep's jobs."""
 

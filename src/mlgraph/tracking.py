@@ -25,8 +25,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -232,15 +230,14 @@ def check_reachable(uri: str, wait_seconds: float = 10.0) -> None:
         return
     deadline = time.monotonic() + wait_seconds
     while True:
-        try:
-            with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=5) as answer:
-                if answer.status == 200:
-                    return
-                reason = f"HTTP {answer.status}"
-        except urllib.error.HTTPError as exc:
-            reason = f"HTTP {exc.code}"
-        except (OSError, ValueError) as exc:
-            reason = str(getattr(exc, "reason", exc))
+        try:  # through MLflow's client: its TLS settings (MLFLOW_TRACKING_SERVER_CERT_PATH) apply
+            answer = _auth_request(uri, "/health")
+            if answer.status_code == 200:
+                return
+            reason = f"HTTP {answer.status_code}"
+        except Exception as exc:  # MLflow wraps the connection error in its own exception
+            found = re.search(r"\[Errno[^\]]*\][^\"')]*|certificate verify failed[^\"')]*", str(exc))
+            reason = found.group(0).strip() if found else str(exc).splitlines()[0]
         if time.monotonic() >= deadline:
             raise TrackingUnavailable(
                 f"MLflow tracking server {redact(uri)} does not answer ({reason}); nothing was run. "
@@ -251,36 +248,154 @@ def check_reachable(uri: str, wait_seconds: float = 10.0) -> None:
 
 
 def setup_experiment(uri: str, experiment: str, artifact_location: str | None = None) -> str:
-    """Point MLflow at ``uri`` and make sure ``experiment`` exists; return its id.
+    """Point MLflow at ``uri`` and make sure ``experiment`` exists and this user may log to it;
+    return its id.
 
     Safe for any number of processes starting at once: SQLite stores are opened under
     :func:`store_lock`, and a race with another process creating the same experiment on a
-    server is resolved by reading it back.
+    server is resolved by reading it back. A server that asks for a password gets the one
+    MLflow's client sends (:func:`current_user`) checked first.
     """
     check_reachable(uri)
     mlflow.set_tracking_uri(uri)
+    user = current_user(uri)
     try:
         with store_lock(uri):
             if (db := _sqlite_path(uri)) is not None:
                 _init_sqlite(db)
             client = mlflow.MlflowClient(uri)
-            found = client.get_experiment_by_name(experiment)
-            if found is not None:
-                return found.experiment_id
-            try:
-                return client.create_experiment(experiment, artifact_location=artifact_location)
-            except mlflow.exceptions.MlflowException:
-                found = client.get_experiment_by_name(experiment)
-                if found is None:
-                    raise
-                return found.experiment_id
+            experiment_id = _experiment_id(client, experiment, artifact_location)
     except Exception as exc:  # the driver's and SQLAlchemy's errors, in one paragraph
+        if _denied(exc):
+            raise TrackingUnavailable(_permission_paragraph(uri, user, experiment, "no")) from exc
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        hint = (
+            " A postgresql:// store needs the team extra (pip install 'mlgraph[server]') and a running database."
+            if uri.startswith("postgresql")
+            else ""
+        )
         raise TrackingUnavailable(
             f"cannot open the MLflow store {redact(uri)} (tracking.uri): {type(exc).__name__}: "
-            f"{redact(first)}; nothing was run. A postgresql:// store needs the team extra "
-            "(pip install 'mlgraph[server]') and a running database."
+            f"{redact(first)}; nothing was run.{hint}"
         ) from exc
+    if user is not None and not user["is_admin"]:
+        permission = experiment_permission(uri, user["username"], experiment_id)
+        if permission not in ("EDIT", "MANAGE"):
+            raise TrackingUnavailable(_permission_paragraph(uri, user, experiment, permission))
+    return experiment_id
+
+
+def _experiment_id(client: mlflow.MlflowClient, experiment: str, artifact_location: str | None) -> str:
+    found = client.get_experiment_by_name(experiment)
+    if found is not None:
+        return found.experiment_id
+    try:
+        return client.create_experiment(experiment, artifact_location=artifact_location)
+    except mlflow.exceptions.MlflowException:
+        found = client.get_experiment_by_name(experiment)
+        if found is None:
+            raise
+        return found.experiment_id
+
+
+def _denied(exc: BaseException) -> bool:
+    return getattr(exc, "error_code", "") == "PERMISSION_DENIED" or " 403 " in str(exc)
+
+
+# --------------------------------------------------------------------------------------------
+# A team server with members (MLflow's basic-auth app)
+# --------------------------------------------------------------------------------------------
+CREDENTIALS_FILE = "~/.mlflow/credentials"
+
+
+def _credentials_source() -> str:
+    """Where MLflow's client takes the user name from (it reads both, the environment first)."""
+    from mlflow.utils.credentials import _read_mlflow_creds_from_file
+
+    if os.environ.get("MLFLOW_TRACKING_USERNAME"):
+        return "MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD"
+    if _read_mlflow_creds_from_file()[0]:
+        return CREDENTIALS_FILE
+    return ""
+
+
+def _auth_request(uri: str, endpoint: str, **params):
+    """One GET to the server with the credentials MLflow's client would send (no retries)."""
+    from mlflow.utils.credentials import get_default_host_creds
+    from mlflow.utils.rest_utils import http_request
+
+    return http_request(
+        get_default_host_creds(uri),
+        endpoint,
+        "GET",
+        max_retries=0,
+        timeout=10,
+        raise_on_status=False,
+        params=params,
+    )
+
+
+def current_user(uri: str) -> dict | None:
+    """``{"username", "is_admin"}`` of the user the server's basic-auth app recognises from the
+    credentials MLflow's client sends (``MLFLOW_TRACKING_USERNAME``/``MLFLOW_TRACKING_PASSWORD``,
+    else ``~/.mlflow/credentials``); None for a store without users. Missing or refused
+    credentials are a one-paragraph :class:`TrackingUnavailable`."""
+    if not uri.startswith(("http://", "https://")):
+        return None
+    try:
+        answer = _auth_request(uri, "/api/2.0/mlflow/users/current")
+    except Exception as exc:  # the health check answered; a failure here is the server's
+        raise TrackingUnavailable(f"MLflow tracking server {redact(uri)}: {exc}; nothing was run.") from exc
+    if answer.status_code == 404:  # no basic-auth app: no users
+        return None
+    if answer.status_code == 401:
+        source = _credentials_source()
+        if not source:
+            raise TrackingUnavailable(
+                f"MLflow tracking server {redact(uri)} lets in its members only, and no user name and "
+                "password were given; nothing was run. Set MLFLOW_TRACKING_USERNAME and "
+                f"MLFLOW_TRACKING_PASSWORD, or write them into {CREDENTIALS_FILE} (mode 600): a "
+                "section [mlflow] with mlflow_tracking_username = ... and mlflow_tracking_password = ... "
+                "The server's admin creates members (scripts/server-user.sh)."
+            )
+        from mlflow.utils.credentials import read_mlflow_creds
+
+        raise TrackingUnavailable(
+            f"MLflow tracking server {redact(uri)} refused the password of user "
+            f"{read_mlflow_creds().username!r} (from {source}); nothing was run. Check the user name "
+            "and password, or ask the server's admin to reset them."
+        )
+    if answer.status_code != 200:
+        raise TrackingUnavailable(
+            f"MLflow tracking server {redact(uri)} answered HTTP {answer.status_code} when asked who "
+            "you are; nothing was run."
+        )
+    return answer.json()["user"]
+
+
+def experiment_permission(uri: str, username: str, experiment_id: str) -> str:
+    """The permission ``username`` holds on an experiment (READ, USE, EDIT, MANAGE, or
+    NO_PERMISSIONS), as the server resolves it from grants, groups (roles) and its default."""
+    answer = _auth_request(
+        uri,
+        "/api/3.0/mlflow/users/permissions/get",
+        username=username,
+        resource_type="experiment",
+        resource_id=experiment_id,
+    )
+    return (
+        answer.json().get("permission", "NO_PERMISSIONS") if answer.status_code == 200 else "NO_PERMISSIONS"
+    )
+
+
+def _permission_paragraph(uri: str, user: dict | None, experiment: str, permission: str) -> str:
+    who = f"user {user['username']!r}" if user else "this user"
+    return (
+        f"{who} has {permission} permission on experiment {experiment!r} of MLflow tracking server "
+        f"{redact(uri)}, and running into it needs EDIT; nothing was run. Ask the experiment's "
+        "manager (its creator) or the server's admin to grant you, or your group, EDIT on it, or use "
+        "an experiment of your own (tracking.experiment=...)."
+    )
 
 
 def setup_from_config(tracking: DictConfig) -> str:
