@@ -18,7 +18,10 @@
 # MLGRAPH_SERVER_ALLOWED_HOSTS (extra Host names clients use, for a server reached from other
 # machines); MLGRAPH_SERVER_DEFAULT_PERMISSION (default NO_PERMISSIONS; READ lets every member
 # read every experiment); MLGRAPH_SERVER_AUTH_CACHE_SECONDS (default 60: how long a worker trusts a
-# password it checked; 0 checks every request); MLGRAPH_SERVER_WAIT (seconds, default 180).
+# password it checked; 0 checks every request); MLGRAPH_SERVER_WAIT (seconds, default 180);
+# MLGRAPH_SERVER_TLS_PORT (unset: none): also serve https on that port through nginx (Debian's,
+# installed when missing) with a self-signed certificate, mlflow/tls/cert.pem, for clients that
+# set MLFLOW_TRACKING_SERVER_CERT_PATH to it (a real server uses its CA-signed certificate).
 source "$(dirname "$0")/lib.sh"
 
 PG_DIR=$SERVICES_DIR/postgres
@@ -129,6 +132,53 @@ PYEOF
 [ "$(status admin password1234)" = 401 ] || die "the MLflow server at $URI accepts MLflow's well-known default admin password"
 [ "$(status admin "$(cat "$SECRETS/admin.pass")")" = 200 ] \
   || die "the admin password in $SECRETS/admin.pass is refused (a user store made by another set-up? see $ML_DIR/log/mlflow.log)"
+if [ -n "${MLGRAPH_SERVER_TLS_PORT:-}" ]; then
+  TLS=$ML_DIR/tls
+  apt_install nginx nginx
+  mkdir -p "$TLS/tmp"
+  if [ ! -s "$TLS/cert.pem" ]; then
+    (umask 077; openssl req -x509 -newkey rsa:2048 -nodes -days 365 -subj "/CN=$HOST" \
+      -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" -keyout "$TLS/key.pem" -out "$TLS/cert.pem" 2>/dev/null) \
+      || die "openssl could not make a certificate"
+    chmod 644 "$TLS/cert.pem"
+  fi
+  # The reverse proxy of docs/user_guide/team_server.md, on this machine: TLS ends here, the
+  # MLflow server stays on $HOST:$PORT.
+  cat > "$TLS/nginx.conf" <<NGINXEOF
+# Written by scripts/server-up.sh.
+pid $TLS/nginx.pid;
+error_log $TLS/error.log;
+worker_processes 1;
+events { worker_connections 256; }
+http {
+  access_log $TLS/access.log;
+  client_body_temp_path $TLS/tmp/body;
+  proxy_temp_path $TLS/tmp/proxy;
+  fastcgi_temp_path $TLS/tmp/fastcgi;
+  uwsgi_temp_path $TLS/tmp/uwsgi;
+  scgi_temp_path $TLS/tmp/scgi;
+  server {
+    listen $HOST:$MLGRAPH_SERVER_TLS_PORT ssl;
+    ssl_certificate $TLS/cert.pem;
+    ssl_certificate_key $TLS/key.pem;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    client_max_body_size 0;
+    location / {
+      proxy_pass http://$HOST:$PORT;
+      proxy_set_header Host \$http_host;
+      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto https;
+      proxy_read_timeout 600s;
+      proxy_request_buffering off;
+    }
+  }
+}
+NGINXEOF
+  alive "$TLS/nginx.pid" || nginx -c "$TLS/nginx.conf" -p "$TLS" || die "nginx did not start (see $TLS/error.log)"
+  tls_health() { "$PYTHON" -c "import ssl, urllib.request as u; u.urlopen('https://$HOST:$MLGRAPH_SERVER_TLS_PORT/health', timeout=5, context=ssl.create_default_context(cafile='$TLS/cert.pem')).read()"; }
+  wait_for 30 "nginx at https://$HOST:$MLGRAPH_SERVER_TLS_PORT (see $TLS/error.log)" tls_health
+  say "https://$HOST:$MLGRAPH_SERVER_TLS_PORT: TLS through nginx; clients set MLFLOW_TRACKING_SERVER_CERT_PATH=$TLS/cert.pem"
+fi
 say "MLflow server up at $URI with members only (basic-auth), PostgreSQL on 127.0.0.1:$PG_PORT, artifacts in $ML_DIR/artifacts"
 say "admin: MLFLOW_TRACKING_USERNAME=admin MLFLOW_TRACKING_PASSWORD=\$(cat $SECRETS/admin.pass); add members with scripts/server-user.sh"
 say "use: python -m run tracking=server tracking.uri=$URI ...  (or MLFLOW_TRACKING_URI=$URI)"

@@ -22,6 +22,7 @@ import os
 import platform
 import re
 import shutil
+import ssl
 import subprocess
 import tempfile
 import time
@@ -170,6 +171,7 @@ _STORAGE_ERRNOS = {
     errno.EEXIST: "a file of that name is in the way",
     errno.EISDIR: "it is a folder",
 }
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)  # said of a write, often without the file name
 # SQLite's words for the same (through SQLAlchemy and MLflow, whose exceptions carry no errno).
 _SQLITE_STORAGE = re.compile(
     r"database or disk is full|attempt to write a readonly database|unable to open database file|disk I/O error"
@@ -180,10 +182,13 @@ def storage_problem(exc: BaseException, uri: str | None = None) -> StorageError 
     """The one-paragraph :class:`StorageError` for an error that says a folder, file or store
     cannot be written (an OSError of :data:`_STORAGE_ERRNOS`, or SQLite's own message for a store
     at ``uri``, anywhere in the exception's chain); None for any other error."""
+    if isinstance(exc, CompactHydraException):  # already one paragraph
+        return None
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRNOS:
+        on_a_file = exc.filename is not None or exc.errno in _NO_ROOM if isinstance(exc, OSError) else False
+        if on_a_file and not isinstance(exc, ssl.SSLError) and exc.errno in _STORAGE_ERRNOS:
             path = exc.filename or "(a file of the run)"
             return StorageError(_storage_paragraph(str(path), _STORAGE_ERRNOS[exc.errno]))
         match = _SQLITE_STORAGE.search(str(exc))
@@ -236,7 +241,13 @@ def check_reachable(uri: str, wait_seconds: float = 10.0) -> None:
                 return
             reason = f"HTTP {answer.status_code}"
         except Exception as exc:  # MLflow wraps the connection error in its own exception
-            found = re.search(r"\[Errno[^\]]*\][^\"')]*|certificate verify failed[^\"')]*", str(exc))
+            if "CERTIFICATE_VERIFY_FAILED" in str(exc) or "certificate verify failed" in str(exc):
+                raise TrackingUnavailable(
+                    f"MLflow tracking server {redact(uri)} shows a TLS certificate this machine does not "
+                    "trust; nothing was run. Set MLFLOW_TRACKING_SERVER_CERT_PATH to the certificate (or "
+                    "the bundle of the authority that signed it)."
+                ) from exc
+            found = re.search(r"\[Errno[^\]]*\][^\"')]*", str(exc))
             reason = found.group(0).strip() if found else str(exc).splitlines()[0]
         if time.monotonic() >= deadline:
             raise TrackingUnavailable(

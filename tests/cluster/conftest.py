@@ -20,6 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SERVICES = Path(os.environ.get("MLGRAPH_SERVICES_DIR", "/tmp/mlgraph-services")).resolve()
 SERVER_PORT = int(os.environ.get("MLGRAPH_SERVER_PORT", "5000"))
+TLS_PORT = int(os.environ.setdefault("MLGRAPH_SERVER_TLS_PORT", "5443"))  # server-up's nginx proxy
 PG_PORT = int(os.environ.get("MLGRAPH_PG_PORT", "5433"))
 
 
@@ -91,6 +92,16 @@ def server():
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def tls_uri(server):
+    """The same server through its TLS proxy (nginx, self-signed certificate); yields
+    (https URI, certificate path). Skipped when a server started without one is running."""
+    certificate = SERVICES / "mlflow/tls/cert.pem"
+    if not certificate.is_file():
+        pytest.skip("the running server has no TLS proxy (start it with MLGRAPH_SERVER_TLS_PORT set)")
+    return f"https://127.0.0.1:{TLS_PORT}", certificate
 
 
 @pytest.fixture(scope="session")

@@ -19,10 +19,10 @@ pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]
 
 
-def command(uri, experiment, out, credentials, *overrides, multirun=False):
+def command(uri, experiment, out, credentials, *overrides, multirun=False, **env_vars):
     """The real command as a user with ``credentials`` ((name, password) or None)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_TRACKING_")}
-    env.update(MLGRAPH_OUTPUT_DIR=str(out), HOME=str(out))  # no ~/.mlflow/credentials of the machine
+    env.update(MLGRAPH_OUTPUT_DIR=str(out), HOME=str(out), **env_vars)  # no ~/.mlflow/credentials here
     if credentials:
         env.update(MLFLOW_TRACKING_USERNAME=credentials[0], MLFLOW_TRACKING_PASSWORD=credentials[1])
     argv = [sys.executable, "-m", "run", *(["-m"] if multirun else []), "tracking=server"]
@@ -129,7 +129,7 @@ def test_missing_wrong_or_read_only_credentials_are_one_paragraph_before_anythin
 
 
 def test_a_member_runs_a_sweep_into_the_groups_experiment(server, team, tmp_path):
-    """(Last: the member's runs and artifact overwrite change the experiment.)"""
+    """(After the read-only tests: the member's runs and artifact overwrite change the experiment.)"""
     done = command(
         server,
         team["experiment"],
@@ -149,3 +149,26 @@ def test_a_member_runs_a_sweep_into_the_groups_experiment(server, team, tmp_path
     allowed = attempts(server, team, team["member"])
     assert allowed["create run"] and allowed["overwrite artifact"]  # EDIT: log, not delete
     assert not allowed["delete run"] and not allowed["delete experiment"]
+
+
+def test_tls_through_the_reverse_proxy(server, team, tls_uri, tmp_path):
+    """https to nginx, which forwards to the server: a member's run lands; without the
+    certificate the client says it does not trust it, before anything runs."""
+    uri, certificate = tls_uri
+    args = ("dataset=emotions", "protocol.repeats=1", "protocol.rates=[0.5]")
+    done = command(uri, team["experiment"], tmp_path, team["member"], *args)
+    assert "does not trust" in done.stderr and "nothing was run" in done.stderr and done.returncode != 0
+    done = command(
+        uri,
+        team["experiment"],
+        tmp_path,
+        team["member"],
+        *args,
+        MLFLOW_TRACKING_SERVER_CERT_PATH=str(certificate),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    client = mlflow.MlflowClient(server)
+    (run,) = client.search_runs([team["id"]], "tags.overrides LIKE '%tracking.uri=https%'")
+    assert run.info.status == "FINISHED" and "trials.csv" in {
+        a.path for a in client.list_artifacts(run.info.run_id)
+    }
