@@ -115,7 +115,8 @@ def _gone(pid: int) -> bool:
 
 
 def end_worker_between_jobs() -> None:
-    """In a launcher's worker process (joblib's loky workers, which run one job after another):
+    """In a launcher's worker process (which runs one job after another: the processes
+    launcher's workers, joblib's loky workers):
     SIGTERM and SIGINT end the process at once, by their default actions, wherever a job's own
     handlers (:func:`interrupts_raise`) are not set. loky turns an exception of a job, Ctrl-C's
     KeyboardInterrupt included, into that job's result and serves the next job: a worker hit

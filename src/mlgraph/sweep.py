@@ -5,8 +5,10 @@ job's run is nested under it, named after the parameters the sweep varies (``mlm
 nu2=0.1``) and tagged with its overrides, the sweep id and its job number. When the sweep ends,
 however it ends, the parent holds ``sweep.csv`` (one row per job: overrides, status, headline
 metrics), the best job as tags, and a final status. The parent's id, the sweep id and the swept
-keys reach the jobs through environment variables, which every launcher passes on (joblib
-workers inherit them, submitit exports them to SLURM jobs).
+keys reach the jobs through environment variables, which every launcher passes on (local
+worker processes inherit them, submitit exports them to SLURM jobs). A job whose process dies is
+closed from the sweep's process (:func:`close_dead_job`, called by :mod:`mlgraph.launcher`), and
+SLURM's warning signal is kept well before the time limit (:func:`signal_delay`).
 """
 
 from __future__ import annotations
@@ -128,8 +130,8 @@ def sweep_size(config: DictConfig) -> int | None:
 
 
 def concurrent_jobs(launcher: DictConfig) -> int | None:
-    """How many jobs of this sweep run at once in a local parallel launcher (joblib's
-    ``n_jobs``, at most the sweep's size, from the sweep's process), so that each can give
+    """How many jobs of this sweep run at once in a local parallel launcher (its ``n_jobs``, in
+    joblib's meaning, at most the sweep's size, from the sweep's process), so that each can give
     its share of the cores to BLAS; None when not known."""
     size = os.environ.get(ENV_JOBS, "")
     if not size.isdigit():
