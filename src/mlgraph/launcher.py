@@ -61,17 +61,19 @@ def execute_job(idx, overrides, hydra_context, config, task_function, singleton_
 
 def _serve(conn: Connection) -> None:
     """A worker's loop: receive a job, run it, send its JobReturn back; end when the pipe closes."""
+    from mlgraph.runner import quick_exit
     from mlgraph.signals import die_with_parent
 
     for signum in (signal.SIGTERM, signal.SIGINT):  # between jobs a signal ends the worker
         signal.signal(signum, signal.SIG_DFL)
     die_with_parent()
-    while True:
-        try:
-            job = pickle.loads(conn.recv_bytes())
-        except (EOFError, OSError):
-            return
-        conn.send_bytes(_dumps(execute_job(*job)))
+    with quick_exit():  # at the end, no seconds of interpreter teardown while the sweep waits
+        while True:
+            try:
+                job = pickle.loads(conn.recv_bytes())
+            except (EOFError, OSError):
+                return
+            conn.send_bytes(_dumps(execute_job(*job)))
 
 
 def _dumps(ret: JobReturn) -> bytes:
