@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 
 # Groups whose files set keys rather than declare them.
 SETTING_GROUPS = ("experiment", "hydra")
+PRIMARY = "config.yaml"  # the primary config; conf/<other>.yaml declares keys where it is included
 _PACKAGE = re.compile(r"^#\s*@package\s+(\S+)", re.MULTILINE)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -123,8 +124,8 @@ def declared(conf_dirs: tuple[Path, ...]) -> Declared:
         for path in sorted(conf.rglob("*.yaml")):
             rel = path.relative_to(conf)
             group = rel.parent.as_posix()
-            if group.split("/")[0] in SETTING_GROUPS:
-                continue
+            if group.split("/")[0] in SETTING_GROUPS or (group == "." and rel.name != PRIMARY):
+                continue  # other top-level files count where a defaults list places them
             _, header = _load(path)
             default = "" if group == "." else group.replace("/", ".")
             package = _absolute(header, group) if header else default
