@@ -88,10 +88,10 @@ slurm-up:  ## one-node SLURM cluster (munged, slurmdbd, slurmctld, slurmd), inst
 slurm-down:  ## stop the daemons slurm-up started
 	bash scripts/slurm-down.sh
 
-server-up: $(STAMP)  ## PostgreSQL + `mlflow server` on 127.0.0.1:$MLGRAPH_SERVER_PORT (default 5000)
+server-up: $(STAMP)  ## PostgreSQL + `mlflow server` with members only (basic-auth) on 127.0.0.1:$MLGRAPH_SERVER_PORT (default 5000)
 	bash scripts/server-up.sh
 
-server-down:  ## stop the MLflow server and PostgreSQL that server-up started
+server-down:  ## stop the MLflow server, its TLS proxy and PostgreSQL that server-up started
 	bash scripts/server-down.sh
 
 test-cluster: $(STAMP)  ## sweeps through the real SLURM into the PostgreSQL-backed server (starts both)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Stops the MLflow server and PostgreSQL that scripts/server-up.sh started; keeps their data.
+# Stops the MLflow server, its TLS proxy and PostgreSQL that scripts/server-up.sh started; keeps
+# their data.
 source "$(dirname "$0")/lib.sh"
 
 PG_DIR=$SERVICES_DIR/postgres
+stop_pidfile "$SERVICES_DIR/mlflow/tls/nginx.pid" "nginx (TLS proxy)"
 stop_pidfile "$SERVICES_DIR/mlflow/run/mlflow.pid" "mlflow server" group
 if [ -s "$PG_DIR/data/postmaster.pid" ]; then
   say "stopping PostgreSQL ($PG_DIR/data)"

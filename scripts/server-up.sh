@@ -1,34 +1,59 @@
 #!/usr/bin/env bash
-# A team MLflow server on this machine: PostgreSQL (backend store) and `mlflow server` (REST API,
-# UI, proxied artifacts), with data, logs and pid files in $MLGRAPH_SERVICES_DIR/{postgres,mlflow}
-# (default /tmp/mlgraph-services). Installs Debian's postgresql when missing; mlflow and psycopg
-# come from the project's .venv (extra `server`). Idempotent. Stop with scripts/server-down.sh.
+# A team MLflow server on this machine, open to its members only: PostgreSQL (backend store and
+# the user store of MLflow's basic-auth app) and `mlflow server --app-name basic-auth` (REST API,
+# UI, proxied artifacts), with data, logs, secrets and pid files in
+# $MLGRAPH_SERVICES_DIR/{postgres,mlflow} (default /tmp/mlgraph-services). Installs Debian's
+# postgresql when missing; mlflow, Flask-WTF and psycopg come from the project's .venv (extra
+# `server`). Idempotent. Stop with scripts/server-down.sh.
+#
+# Secrets (mode 600, created once, never on a command line): mlflow/secrets/admin.pass (the
+# password of the admin user `admin`, set when the user store is created; MLflow's default
+# password never exists), mlflow/secrets/flask.key (MLFLOW_FLASK_SERVER_SECRET_KEY, shared by all
+# server workers), postgres/mlflow.pass (the database role's password). Every request needs a
+# user and password (MLFLOW_TRACKING_USERNAME/PASSWORD or ~/.mlflow/credentials); members see and
+# change only the experiments they created or were granted (default_permission NO_PERMISSIONS).
+#
 # Environment: MLGRAPH_SERVICES_DIR; MLGRAPH_PG_PORT (default 5433); MLGRAPH_SERVER_HOST (default
 # 127.0.0.1); MLGRAPH_SERVER_PORT (default 5000); MLGRAPH_SERVER_WORKERS (default 2);
 # MLGRAPH_SERVER_ALLOWED_HOSTS (extra Host names clients use, for a server reached from other
-# machines); MLGRAPH_SERVER_WAIT (seconds, default 180).
+# machines); MLGRAPH_SERVER_DEFAULT_PERMISSION (default NO_PERMISSIONS; READ lets every member
+# read every experiment); MLGRAPH_SERVER_AUTH_CACHE_SECONDS (default 60: how long a worker trusts a
+# password it checked; 0 checks every request); MLGRAPH_SERVER_WAIT (seconds, default 180);
+# MLGRAPH_SERVER_TLS_PORT (unset: none): also serve https on that port through nginx (Debian's,
+# installed when missing) with a self-signed certificate, mlflow/tls/cert.pem, for clients that
+# set MLFLOW_TRACKING_SERVER_CERT_PATH to it (a real server uses its CA-signed certificate).
 source "$(dirname "$0")/lib.sh"
 
 PG_DIR=$SERVICES_DIR/postgres
 ML_DIR=$SERVICES_DIR/mlflow
+SECRETS=$ML_DIR/secrets
 PG_PORT=${MLGRAPH_PG_PORT:-5433}
 HOST=${MLGRAPH_SERVER_HOST:-127.0.0.1}
 PORT=${MLGRAPH_SERVER_PORT:-5000}
 WAIT=${MLGRAPH_SERVER_WAIT:-180}
+DEFAULT_PERMISSION=${MLGRAPH_SERVER_DEFAULT_PERMISSION:-NO_PERMISSIONS}
+AUTH_CACHE=${MLGRAPH_SERVER_AUTH_CACHE_SECONDS:-60}
 MLFLOW=$REPO_DIR/.venv/bin/mlflow
 PYTHON=$REPO_DIR/.venv/bin/python
 
 [ -x "$MLFLOW" ] || die "$MLFLOW missing: run 'make install' first"
-"$PYTHON" -c 'import psycopg' 2>/dev/null || die "psycopg missing in .venv: pip install -e '.[server]'"
+"$PYTHON" -c 'import psycopg, flask_wtf' 2>/dev/null || die "psycopg or Flask-WTF missing in .venv: pip install -e '.[server]'"
+case $DEFAULT_PERMISSION in READ|USE|EDIT|MANAGE|NO_PERMISSIONS) ;; *) die "MLGRAPH_SERVER_DEFAULT_PERMISSION=$DEFAULT_PERMISSION: READ, USE, EDIT, MANAGE or NO_PERMISSIONS";; esac
 [ -n "$(pg_bin)" ] || apt_install pg_ctlcluster postgresql
 PG_BIN=$(pg_bin)
 [ -x "$PG_BIN/initdb" ] || die "no PostgreSQL server binaries under /usr/lib/postgresql"
 
 psql_pg() { as_pg "$PG_BIN/psql" -X -q -h "$PG_DIR/run" -p "$PG_PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
+# secret FILE: a random secret in FILE (mode 600), made once.
+secret() { [ -s "$1" ] || (umask 077; head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$1"); }
 
 mkdir -p "$PG_DIR/run" "$PG_DIR/log" "$ML_DIR/artifacts" "$ML_DIR/run" "$ML_DIR/log"
+(umask 077; mkdir -p "$SECRETS")
+chmod 700 "$SECRETS"
 [ "$(id -u)" = 0 ] && chown postgres: "$PG_DIR" "$PG_DIR/run" "$PG_DIR/log"
-[ -s "$PG_DIR/mlflow.pass" ] || { head -c 18 /dev/urandom | base64 | tr -d '/+=' > "$PG_DIR/mlflow.pass"; chmod 600 "$PG_DIR/mlflow.pass"; }
+secret "$PG_DIR/mlflow.pass"
+secret "$SECRETS/admin.pass"
+secret "$SECRETS/flask.key"
 PASS=$(cat "$PG_DIR/mlflow.pass")
 
 if [ ! -s "$PG_DIR/data/PG_VERSION" ]; then
@@ -43,8 +68,29 @@ fi
 psql_pg -c "DO \$\$ BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mlflow') THEN CREATE ROLE mlflow LOGIN; END IF;
   END \$\$; ALTER ROLE mlflow PASSWORD '$PASS';"
-[ "$(psql_pg -tAc "SELECT 1 FROM pg_database WHERE datname = 'mlflow'")" = 1 ] \
-  || psql_pg -c "CREATE DATABASE mlflow OWNER mlflow"
+for db in mlflow mlflow_auth; do
+  [ "$(psql_pg -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" = 1 ] \
+    || psql_pg -c "CREATE DATABASE $db OWNER mlflow"
+done
+
+# The basic-auth app's config: the user store in PostgreSQL, the admin's name (its password comes
+# from MLFLOW_AUTH_ADMIN_PASSWORD when the store is first created), and what a user may do with an
+# experiment nobody granted them. It names the database password: mode 600.
+AUTH_INI=$SECRETS/basic_auth.ini
+(umask 077; cat > "$AUTH_INI.new" <<INIEOF
+# Written by scripts/server-up.sh.
+[mlflow]
+default_permission = $DEFAULT_PERMISSION
+database_uri = postgresql+psycopg://mlflow:$PASS@127.0.0.1:$PG_PORT/mlflow_auth
+admin_username = admin
+authorization_function = mlflow.server.auth:authenticate_request_basic_auth
+# A password checked once is trusted for this long by the worker that checked it (each check is
+# a deliberately slow hash; a sweep makes hundreds of requests). A changed or removed password
+# may still work on other workers for up to this long.
+auth_cache_ttl_seconds = $AUTH_CACHE
+INIEOF
+)
+mv "$AUTH_INI.new" "$AUTH_INI"
 
 URI=http://$HOST:$PORT
 health() { "$PYTHON" -c "import urllib.request as u; u.urlopen('$URI/health', timeout=5).read()"; }
@@ -52,12 +98,15 @@ if ! alive "$ML_DIR/run/mlflow.pid"; then
   health 2>/dev/null && die "port $PORT already answers /health, but not for a server this script started"
   allowed=()
   [ -n "${MLGRAPH_SERVER_ALLOWED_HOSTS:-}" ] && allowed=(--allowed-hosts "$MLGRAPH_SERVER_ALLOWED_HOSTS")
-  # setsid: the server and its workers form one process group, which server-down stops. The
-  # store URI goes by environment, keeping the password out of `ps`. No GenAI job runner (its
-  # queue consumers take ~1.4 GB); workers get 30 s to answer uvicorn's health check at start.
+  # setsid: the server and its workers form one process group, which server-down stops. Store
+  # URI and secrets go by environment, keeping them out of `ps`. No GenAI job runner (its queue
+  # consumers take ~1.4 GB); workers get 30 s to answer uvicorn's health check at start.
   MLFLOW_BACKEND_STORE_URI="postgresql+psycopg://mlflow:$PASS@127.0.0.1:$PG_PORT/mlflow" \
+  MLFLOW_AUTH_CONFIG_PATH="$AUTH_INI" \
+  MLFLOW_AUTH_ADMIN_PASSWORD="$(cat "$SECRETS/admin.pass")" \
+  MLFLOW_FLASK_SERVER_SECRET_KEY="$(cat "$SECRETS/flask.key")" \
   MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false \
-  setsid "$MLFLOW" server --artifacts-destination "$ML_DIR/artifacts" \
+  setsid "$MLFLOW" server --app-name basic-auth --artifacts-destination "$ML_DIR/artifacts" \
     --host "$HOST" --port "$PORT" --workers "${MLGRAPH_SERVER_WORKERS:-2}" "${allowed[@]}" \
     --uvicorn-opts "--timeout-worker-healthcheck 30" \
     </dev/null >"$ML_DIR/log/mlflow.log" 2>&1 &
@@ -65,5 +114,71 @@ if ! alive "$ML_DIR/run/mlflow.pid"; then
 fi
 wait_for "$WAIT" "MLflow server at $URI (see $ML_DIR/log/mlflow.log)" health
 alive "$ML_DIR/run/mlflow.pid" || die "MLflow server exited (see $ML_DIR/log/mlflow.log)"
-say "MLflow server up, PostgreSQL on 127.0.0.1:$PG_PORT, artifacts in $ML_DIR/artifacts"
+
+# Only members get in: no user and password, or a wrong one, is refused; the admin's secret works.
+status() { "$PYTHON" - "$URI" "$@" <<'PYEOF'
+import base64, sys, urllib.error, urllib.request
+uri, user, password = sys.argv[1], *(sys.argv[2:] + ["", ""])[:2]
+request = urllib.request.Request(uri + "/api/2.0/mlflow/experiments/search?max_results=1")
+if user:
+    request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+try:
+    print(urllib.request.urlopen(request, timeout=10).status)
+except urllib.error.HTTPError as exc:
+    print(exc.code)
+PYEOF
+}
+[ "$(status)" = 401 ] || die "the MLflow server at $URI answers a request without a password: it is not the basic-auth app"
+[ "$(status admin password1234)" = 401 ] || die "the MLflow server at $URI accepts MLflow's well-known default admin password"
+[ "$(status admin "$(cat "$SECRETS/admin.pass")")" = 200 ] \
+  || die "the admin password in $SECRETS/admin.pass is refused (a user store made by another set-up? see $ML_DIR/log/mlflow.log)"
+if [ -n "${MLGRAPH_SERVER_TLS_PORT:-}" ]; then
+  TLS=$ML_DIR/tls
+  apt_install nginx nginx
+  mkdir -p "$TLS/tmp"
+  if [ ! -s "$TLS/cert.pem" ]; then
+    (umask 077; openssl req -x509 -newkey rsa:2048 -nodes -days 365 -subj "/CN=$HOST" \
+      -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" -keyout "$TLS/key.pem" -out "$TLS/cert.pem" 2>/dev/null) \
+      || die "openssl could not make a certificate"
+    chmod 644 "$TLS/cert.pem"
+  fi
+  # The reverse proxy of docs/user_guide/team_server.md, on this machine: TLS ends here, the
+  # MLflow server stays on $HOST:$PORT.
+  cat > "$TLS/nginx.conf" <<NGINXEOF
+# Written by scripts/server-up.sh.
+pid $TLS/nginx.pid;
+error_log $TLS/error.log;
+worker_processes 1;
+events { worker_connections 256; }
+http {
+  access_log $TLS/access.log;
+  client_body_temp_path $TLS/tmp/body;
+  proxy_temp_path $TLS/tmp/proxy;
+  fastcgi_temp_path $TLS/tmp/fastcgi;
+  uwsgi_temp_path $TLS/tmp/uwsgi;
+  scgi_temp_path $TLS/tmp/scgi;
+  server {
+    listen $HOST:$MLGRAPH_SERVER_TLS_PORT ssl;
+    ssl_certificate $TLS/cert.pem;
+    ssl_certificate_key $TLS/key.pem;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    client_max_body_size 0;
+    location / {
+      proxy_pass http://$HOST:$PORT;
+      proxy_set_header Host \$http_host;
+      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto https;
+      proxy_read_timeout 600s;
+      proxy_request_buffering off;
+    }
+  }
+}
+NGINXEOF
+  alive "$TLS/nginx.pid" || nginx -c "$TLS/nginx.conf" -p "$TLS" || die "nginx did not start (see $TLS/error.log)"
+  tls_health() { "$PYTHON" -c "import ssl, urllib.request as u; u.urlopen('https://$HOST:$MLGRAPH_SERVER_TLS_PORT/health', timeout=5, context=ssl.create_default_context(cafile='$TLS/cert.pem')).read()"; }
+  wait_for 30 "nginx at https://$HOST:$MLGRAPH_SERVER_TLS_PORT (see $TLS/error.log)" tls_health
+  say "https://$HOST:$MLGRAPH_SERVER_TLS_PORT: TLS through nginx; clients set MLFLOW_TRACKING_SERVER_CERT_PATH=$TLS/cert.pem"
+fi
+say "MLflow server up at $URI with members only (basic-auth), PostgreSQL on 127.0.0.1:$PG_PORT, artifacts in $ML_DIR/artifacts"
+say "admin: MLFLOW_TRACKING_USERNAME=admin MLFLOW_TRACKING_PASSWORD=\$(cat $SECRETS/admin.pass); add members with scripts/server-user.sh"
 say "use: python -m run tracking=server tracking.uri=$URI ...  (or MLFLOW_TRACKING_URI=$URI)"

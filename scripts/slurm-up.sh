@@ -87,6 +87,9 @@ SlurmctldPort=$PORT
 SlurmdPort=$((PORT + 1))
 SlurmUser=root
 AuthType=auth/munge
+# A requeued job may start again after cred_expire seconds (default 120); a small test cluster
+# need not wait that long.
+AuthInfo=cred_expire=10
 CredType=cred/munge
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import io
 import logging
 import numbers
 import os
@@ -26,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from sklearn.pipeline import Pipeline
 
+from mlgraph import config_keys
 from mlgraph.data import load_dataset
 from mlgraph.data.dual_set import DualSetDataset
 from mlgraph.data.splits import SPLIT_KEYS, load_fixed_split
@@ -49,8 +51,22 @@ from mlgraph.signals import (
     raise_pending,
     stop_workers,
 )
-from mlgraph.sweep import JobInfo, close_orphaned_sweep, concurrent_jobs, run_name
-from mlgraph.tracking import config_hash, config_params, log_batch, provenance_tags, setup_from_config
+from mlgraph.sweep import (
+    LOCAL_PARALLEL_LAUNCHERS,
+    JobInfo,
+    close_orphaned_sweep,
+    concurrent_jobs,
+    record_skipped,
+    run_name,
+)
+from mlgraph.tracking import (
+    config_hash,
+    config_params,
+    log_batch,
+    provenance_tags,
+    setup_from_config,
+    storage_problem,
+)
 from mlgraph.tuning import NON_PARAMETER_KEYS, InnerSelection, TuningError, inner_selection, log_choices
 
 log = logging.getLogger(__name__)
@@ -108,6 +124,11 @@ def load_from_config(dataset: DictConfig, protocol: DictConfig | None = None):
     for split_key in SPLIT_KEYS:
         fields.pop(split_key, None)
     return load_dataset(**fields)
+
+
+def _n_labels(data) -> int:
+    """Labels of multi-label data; a dual-set table's one-hot columns."""
+    return getattr(data, "n_labels", data.Y.shape[1])
 
 
 def task_metrics(data) -> list[str]:
@@ -227,7 +248,7 @@ def run_from_hydra(cfg: DictConfig) -> pd.DataFrame | None:
     if multirun:
         die_with_parent()  # a launcher's worker process ends with the sweep's main process
         end_worker_between_jobs()
-    parallel = multirun and ("joblib" in launcher or "submitit_local" in launcher)
+    parallel = multirun and launcher in LOCAL_PARALLEL_LAUNCHERS
     try:
         with interrupts_raise():  # from the job's first step: none of it may turn a signal into a result
             return run_experiment(
@@ -237,6 +258,11 @@ def run_from_hydra(cfg: DictConfig) -> pd.DataFrame | None:
                 launcher_jobs=concurrent_jobs(hc.launcher) if parallel else None,
                 job=JobInfo.from_hydra(hc),
             )
+    except Exception as exc:  # a full disk, a read-only folder: one paragraph naming the path
+        problem = storage_problem(exc, cfg.tracking.get("uri"))
+        if problem is None:
+            raise
+        raise problem from exc
     except Interrupted as exc:
         if multirun:
             with deferred():
@@ -281,16 +307,25 @@ _RUN_KEYS = {
     "dataset.subsample": (_optional(lambda v: positive(v) and v <= 1), "null or a fraction in (0, 1]"),
     "dataset.cv_train_size": (_optional(positive_int), "null or a positive integer"),
     "graph.kind": (_one_of(*KINDS), " or ".join(KINDS)),
-    "graph.k": (positive_int, "a positive integer (neighbours per point)"),
+    "graph.k": (_optional(positive_int), "null or a positive integer (neighbours per point)"),
     "graph.b": (_optional(positive_int), "null or a positive integer (the degree of every node)"),
     "graph.eps": (_optional(positive), "null or a positive number"),
     "graph.weights": (_one_of(*WEIGHTS), " or ".join(WEIGHTS)),
 }
 
 
+def check_config_keys(cfg: DictConfig) -> None:
+    """Every key of the config is declared by some config file, and every boolean key holds a
+    boolean (:mod:`mlgraph.config_keys`); one paragraph naming each key that is not."""
+    problem = config_keys.paragraph(cfg)
+    if problem:
+        raise ConfigError(problem)
+
+
 def check_run_keys(cfg: DictConfig) -> None:
-    """Validate the keys of :data:`_RUN_KEYS` that the config has, naming the key, its value
-    and what is allowed."""
+    """Check that every key is known (:func:`check_config_keys`), then validate the keys of
+    :data:`_RUN_KEYS` that the config has, naming the key, its value and what is allowed."""
+    check_config_keys(cfg)
     absent = object()
     for key, (ok, allowed) in _RUN_KEYS.items():
         value = OmegaConf.select(cfg, key, default=absent, throw_on_missing=False)
@@ -319,6 +354,57 @@ def check_estimator_params(estimator) -> None:
                     f"{groups.get(step, step)}.{name}={value} is not valid for "
                     f"{type(candidate).__name__}: it must be {allowed}."
                 ) from exc
+
+
+def _reads_graph(cfg: DictConfig, key: str) -> bool:
+    """Whether the method takes ``graph.<key>`` (its config interpolates it)."""
+    method = OmegaConf.to_container(cfg.get("method") or OmegaConf.create(), resolve=False)
+    return f"${{graph.{key}}}" in method.values()
+
+
+# Neighbour counts, bounded by the points they are searched among (each point's own excluded):
+# config key -> whether the config uses it.
+_NEIGHBOUR_COUNTS = {
+    "graph.k": lambda cfg: cfg.graph.get("kind") == "knn" and _reads_graph(cfg, "k"),
+    "graph.b": lambda cfg: cfg.graph.get("kind") == "bmatching" and _reads_graph(cfg, "b"),
+    "method.k": lambda cfg: cfg.method.get("name") in ("mlknn", "sswl"),  # MLkNN's and SSWL's kNN
+    "method.n_neighbors": lambda cfg: True,  # ML²'s K (Eq. 2)
+    "method.base_estimator.n_neighbors": lambda cfg: True,  # a kNN classifier per label (paper 004)
+    "selector.n_neighbors": lambda cfg: (cfg.get("selector") or {}).get("_target_") is not None,
+}
+
+
+def check_data_limits(cfg: DictConfig, data, trials: list, estimator) -> None:
+    """Data-dependent limits, before the run opens: every trial has rows to fit and to score,
+    and no neighbour count reaches the number of points it is searched among in the smallest
+    trial (its training rows; a transductive method's graph also holds its test rows)."""
+    if not trials:
+        raise ConfigError(f"the protocol made no trials from dataset {cfg.dataset.get('name')}.")
+    smallest = min(trials, key=lambda t: len(t.train))
+    n_rows = getattr(data, "n_samples", None)
+    where = f"dataset {cfg.dataset.get('name')} ({n_rows} rows) under this protocol"
+    if len(smallest.train) < 2 or min(len(t.test) for t in trials) < 1 or not smallest.labelled.any():
+        raise ConfigError(
+            f"{where} gives a trial with {len(smallest.train)} training rows "
+            f"({int(smallest.labelled.sum())} labelled) and {min(len(t.test) for t in trials)} test rows: "
+            "a trial needs at least 2 training rows, 1 of them labelled, and 1 test row. Use more data "
+            "or another protocol (protocol.test_size, protocol.rates, protocol.folds)."
+        )
+    final = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
+    final = getattr(final, "estimator", final)  # DualSetFromMultiLabel wraps a multi-label method
+    transductive = getattr(final, "transductive", False)
+    for key, applies in _NEIGHBOUR_COUNTS.items():
+        value = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)
+        if not isinstance(value, int) or isinstance(value, bool) or not applies(cfg):
+            continue
+        graph_test = transductive and key.startswith("graph.")
+        points = len(smallest.train) + (len(smallest.test) if graph_test else 0)
+        if value > points - 1:
+            searched = "training and test rows" if graph_test else "training rows"
+            raise ConfigError(
+                f"{key}={value} is too large for {where}: its smallest trial has {points} {searched} "
+                f"to search, so {key} can be at most {points - 1}."
+            )
 
 
 @dataclass
@@ -352,6 +438,14 @@ def prepare(cfg: DictConfig, in_parallel_launcher: bool = False, launcher_jobs: 
         data = load_from_config(cfg.dataset, cfg.protocol)
     except (ValueError, TypeError, OSError, LookupError, OmegaConfBaseException) as exc:
         raise _config_error(f"dataset={cfg.dataset.get('name', '?')}", exc) from exc
+    log.info(
+        "dataset %s: %d instances, %d features, %d labels read from %s",
+        data.name,
+        data.n_samples,
+        data.n_features,
+        _n_labels(data),
+        data.source,
+    )
     try:
         protocol = {k: v for k, v in cfg.protocol.items() if k != "normalise"}
         trials = call(protocol, seed=cfg.seed, **protocol_inputs(protocol, data))
@@ -371,6 +465,7 @@ def prepare(cfg: DictConfig, in_parallel_launcher: bool = False, launcher_jobs: 
     for note in notes:
         log.warning("%s", note)
     check_estimator_params(estimator)
+    check_data_limits(cfg, data, trials, estimator)
     options = cfg.get("metrics") or {}
     evaluation = {
         "empty_rows": options.get("empty_rows", "mulan"),
@@ -394,42 +489,75 @@ def prepare(cfg: DictConfig, in_parallel_launcher: bool = False, launcher_jobs: 
 
 
 class Checkpoint:
-    """Finished trials, saved as they complete: ``trials_partial.csv`` in the job folder at
-    once, and in the MLflow run at most every ``every`` seconds and when the run stops, so that
-    an interrupted run resumes where it stopped."""
+    """Finished trials, saved as they complete, so that an interrupted run resumes where it
+    stopped: each row is appended to ``trials_partial.csv`` in the job folder at once (written
+    through to the operating system, so that even SIGKILL of the job loses no finished trial),
+    and that file is copied to the MLflow run at most every ``every`` seconds and when the run
+    stops. The run's tag ``checkpoint_file`` names the local file, which a resume reads too
+    (:func:`finished_trials`) when the machine resuming sees it."""
 
     NAME = "trials_partial.csv"
+    TAG = "checkpoint_file"
 
     def __init__(self, run_id: str, folder: Path, every: float, done: pd.DataFrame):
-        self.run_id, self.folder, self.every = run_id, folder, every
+        self.run_id, self.every = run_id, every
+        self.path = folder / self.NAME
         self.rows = done.to_dict("records")
-        self.saved, self.last = len(self.rows), time.monotonic()
+        self.columns: list[str] = []  # of the local file; none written yet
+        self.uploaded, self.last = len(self.rows), time.monotonic()
 
     def add(self, row: dict) -> None:
         self.rows.append(row)
+        if self.columns and set(row) <= set(self.columns):
+            with open(self.path, "a", newline="") as out:
+                pd.DataFrame([row], columns=self.columns).to_csv(out, header=False, index=False)
+        else:  # the first row, or one with new columns (a first failed trial's traceback)
+            self.columns = list(dict.fromkeys(c for r in self.rows for c in r))
+            self._rewrite()
         if time.monotonic() - self.last >= self.every:
             self.flush()
 
+    def _rewrite(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.NAME}.tmp")
+        pd.DataFrame(self.rows, columns=self.columns).to_csv(tmp, index=False)
+        os.replace(tmp, self.path)  # a reader never sees half a header
+
     def flush(self) -> None:
-        if len(self.rows) == self.saved:
+        """Copy the local checkpoint to the MLflow run, if it has rows the run has not."""
+        if len(self.rows) == self.uploaded:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path, tmp = self.folder / self.NAME, self.folder / f".{self.NAME}.tmp"
-        pd.DataFrame(self.rows).to_csv(tmp, index=False)
-        os.replace(tmp, path)  # a reader never sees half a table
-        mlflow.MlflowClient().log_artifact(self.run_id, str(path))
-        self.saved, self.last = len(self.rows), time.monotonic()
+        mlflow.MlflowClient().log_artifact(self.run_id, str(self.path))
+        self.uploaded, self.last = len(self.rows), time.monotonic()
+
+
+def _read_checkpoint(path: str | Path) -> pd.DataFrame:
+    """A checkpoint's rows; a last line cut short by a kill mid-write is left out."""
+    text = Path(path).read_text()
+    complete = text[: text.rfind("\n") + 1]
+    if not complete.strip():
+        return pd.DataFrame()
+    return pd.read_csv(io.StringIO(complete), keep_default_na=False, na_values=[""])
 
 
 def finished_trials(run_id: str) -> pd.DataFrame:
-    """The successful trials an interrupted run saved (none if it saved nothing)."""
+    """The successful trials an interrupted run saved: the rows of its MLflow copy and of its
+    local checkpoint (when this machine sees it; it is newer after a hard kill), each trial once."""
+    client = mlflow.MlflowClient()
+    tables = []
+    local = client.get_run(run_id).data.tags.get(Checkpoint.TAG)
+    if local and Path(local).is_file():
+        with contextlib.suppress(OSError, ValueError, pd.errors.ParserError):
+            tables.append(_read_checkpoint(local))
     with tempfile.TemporaryDirectory(prefix="mlgraph-resume-") as tmp:
-        try:
-            path = mlflow.MlflowClient().download_artifacts(run_id, Checkpoint.NAME, tmp)
-        except Exception:  # no checkpoint was saved before it stopped
-            return pd.DataFrame()
-        table = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    return table[table.status == "ok"].reset_index(drop=True)
+        with contextlib.suppress(Exception):  # no copy was saved before it stopped
+            tables.append(_read_checkpoint(client.download_artifacts(run_id, Checkpoint.NAME, tmp)))
+    tables = [t for t in tables if len(t) and {"status", "rate", "repetition"} <= set(t.columns)]
+    if not tables:
+        return pd.DataFrame()
+    table = pd.concat(tables, ignore_index=True)
+    table = table[table.status == "ok"]
+    return table.drop_duplicates(["rate", "repetition"]).reset_index(drop=True)
 
 
 def find_previous(experiment_id: str, chash: str):
@@ -497,6 +625,7 @@ def run_experiment(
             chash,
             "progress, n_jobs, graph_cache, tracking, resume, strict, report",
         )
+        record_skipped(job, previous.info.run_id)
         return None
     done = finished_trials(previous.info.run_id) if previous is not None else pd.DataFrame()
     with interrupts_raise(), _artifact_dir(output_dir) as out:
@@ -542,8 +671,11 @@ def _tracked(
                     "blas_threads": parallelism.blas_threads,
                     "dataset_sha256": data.sha256,
                     "dataset_source": data.source,
-                    "dataset_shape": f"{data.n_samples}x{data.n_features}x"
-                    f"{getattr(data, 'n_labels', data.Y.shape[1])}",
+                    "dataset_shape": f"{data.n_samples}x{data.n_features}x{_n_labels(data)}",
+                    "dataset_n_instances": data.n_samples,
+                    "dataset_n_features": data.n_features,
+                    "dataset_n_labels": _n_labels(data),
+                    Checkpoint.TAG: str(checkpoint.path.resolve()),
                     **plan.tags,
                 }
                 if plan.notes:
@@ -579,10 +711,7 @@ def _tracked(
                 exc.name if isinstance(exc, Interrupted) else "requeued by SLURM (pre-emption or time limit)"
             )
             with deferred():
-                stop_workers()
-                checkpoint.flush()
-                mlflow.set_tag("interrupted", why)
-                mlflow.end_run("KILLED")
+                _close_run("KILLED", {"interrupted": why}, checkpoint)
             log.warning(
                 "%s: %s; run %s KILLED with %d finished trials saved (resume with resume=true)",
                 name,
@@ -593,12 +722,29 @@ def _tracked(
             raise
         except BaseException as exc:
             with deferred():
-                stop_workers()
-                checkpoint.flush()
-                mlflow.set_tag("error", f"{type(exc).__name__}: {exc}"[:5000])
-                mlflow.end_run("FAILED")
+                _close_run("FAILED", {"error": f"{type(exc).__name__}: {exc}"[:5000]}, checkpoint)
             raise
     return summarise(table, plan.metrics)
+
+
+def _close_run(status: str, tags: dict, checkpoint: Checkpoint) -> None:
+    """End the active run as ``status`` after an interruption or an error: each step is tried
+    on its own, so that a full disk that stops the checkpoint's copy does not also leave the
+    run RUNNING (a store that can no longer be written leaves it RUNNING; resume=true
+    continues it)."""
+    steps = (
+        stop_workers,
+        checkpoint.flush,
+        lambda: mlflow.set_tags(tags),
+        lambda: mlflow.end_run(status),
+    )
+    for step in steps:
+        try:
+            step()
+        except Exception as exc:
+            log.warning(
+                "while ending the run %s: %s: %s", status, type(exc).__name__, str(exc).splitlines()[0]
+            )
 
 
 def _finish(

@@ -25,6 +25,7 @@ from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
 _armed = False
+_os_parent: int | None = None  # the process that forked this one, when die_with_parent armed it
 
 
 class Interrupted(BaseException):
@@ -93,20 +94,29 @@ def die_of(signum: int) -> None:
 
 def die_with_parent() -> None:
     """In a worker process, have the kernel send SIGTERM when the parent dies (Linux); once
-    per process. A parent already gone (reparented to init) ends the worker now."""
-    global _armed
+    per process. A parent already gone ends the worker now. The kernel watches the process that
+    forked this one: the parent itself (fork, spawn), or a fork server, which exits with the
+    parent that started it, so that its children follow."""
+    global _armed, _os_parent
     if _armed or multiprocessing.parent_process() is None or not sys.platform.startswith("linux"):
         return
     parent = multiprocessing.parent_process().pid
+    _os_parent = os.getppid()
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     _armed = True
-    if os.getppid() != parent:
+    if _gone(parent) or _gone(_os_parent):  # it died before the kernel was asked to tell us
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+def _gone(pid: int) -> bool:
+    stat = _stat(pid)
+    return stat is None or stat[0] in "ZX"
+
+
 def end_worker_between_jobs() -> None:
-    """In a launcher's worker process (joblib's loky workers, which run one job after another):
+    """In a launcher's worker process (which runs one job after another: the processes
+    launcher's workers, joblib's loky workers):
     SIGTERM and SIGINT end the process at once, by their default actions, wherever a job's own
     handlers (:func:`interrupts_raise`) are not set. loky turns an exception of a job, Ctrl-C's
     KeyboardInterrupt included, into that job's result and serves the next job: a worker hit
@@ -159,8 +169,8 @@ def process_gone(pid: int, wait_seconds: float) -> bool:
     started it exits, before the process itself is reaped."""
     deadline = time.monotonic() + wait_seconds
     while True:
-        stat = _stat(pid)
-        if stat is None or stat[0] in "ZX" or os.getppid() != pid:
+        reparented = pid == (_os_parent or os.getppid()) and os.getppid() != pid  # our own parent died
+        if _gone(pid) or reparented:
             return True
         if time.monotonic() >= deadline:
             return False

@@ -5,13 +5,16 @@ job's run is nested under it, named after the parameters the sweep varies (``mlm
 nu2=0.1``) and tagged with its overrides, the sweep id and its job number. When the sweep ends,
 however it ends, the parent holds ``sweep.csv`` (one row per job: overrides, status, headline
 metrics), the best job as tags, and a final status. The parent's id, the sweep id and the swept
-keys reach the jobs through environment variables, which every launcher passes on (joblib
-workers inherit them, submitit exports them to SLURM jobs).
+keys reach the jobs through environment variables, which every launcher passes on (local
+worker processes inherit them, submitit exports them to SLURM jobs). A job whose process dies is
+closed from the sweep's process (:func:`close_dead_job`, called by :mod:`mlgraph.launcher`), and
+SLURM's warning signal is kept well before the time limit (:func:`signal_delay`).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime
 import hashlib
 import logging
@@ -33,13 +36,23 @@ from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from mlgraph import config_keys
 from mlgraph.signals import Interrupted, forward_and_wait, process_gone
-from mlgraph.tracking import TrackingUnavailable, canonical, setup_from_config
+from mlgraph.tracking import (
+    StorageError,
+    TrackingUnavailable,
+    canonical,
+    check_writable,
+    log_batch,
+    setup_from_config,
+)
 
 log = logging.getLogger(__name__)
 
 ENV_PARENT, ENV_SWEEP, ENV_KEYS = "MLGRAPH_PARENT_RUN_ID", "MLGRAPH_SWEEP_ID", "MLGRAPH_SWEPT_KEYS"
 ENV_JOBS = "MLGRAPH_SWEEP_JOBS"
+# Launchers (hydra/launcher options) whose jobs share this machine's cores.
+LOCAL_PARALLEL_LAUNCHERS = ("processes", "joblib", "submitit_local")
 HEADLINE = (
     "avg_precision_overall",
     "accuracy_all_overall",
@@ -117,8 +130,8 @@ def sweep_size(config: DictConfig) -> int | None:
 
 
 def concurrent_jobs(launcher: DictConfig) -> int | None:
-    """How many jobs of this sweep run at once in a local parallel launcher (joblib's
-    ``n_jobs``, at most the sweep's size, from the sweep's process), so that each can give
+    """How many jobs of this sweep run at once in a local parallel launcher (its ``n_jobs``, in
+    joblib's meaning, at most the sweep's size, from the sweep's process), so that each can give
     its share of the cores to BLAS; None when not known."""
     size = os.environ.get(ENV_JOBS, "")
     if not size.isdigit():
@@ -162,26 +175,88 @@ def close_orphaned_sweep() -> None:
         client.set_terminated(parent_run, "KILLED")
 
 
+# Jobs of this sweep whose process died, recorded by the launcher in the sweep's own process:
+# (job number, overrides, cause, run id or None), reported by the parent run when the sweep ends.
+DEAD_JOBS: list[tuple[int, tuple[str, ...], str, str | None]] = []
+
+
+def close_dead_job(job_num: int, overrides, cause: str) -> str | None:
+    """Called by the sweep's process when job ``job_num``'s process died without closing its run
+    (SIGKILL, out of memory, a crash): mark that run KILLED with a note saying how the process
+    died, and remember the job for the parent run. Returns the run's id (None: it had no run yet)."""
+    run_id = _kill_dead_run(job_num, cause)
+    DEAD_JOBS.append((job_num, tuple(overrides), cause, run_id))
+    return run_id
+
+
+def _kill_dead_run(job_num: int, cause: str) -> str | None:
+    parent, sweep_id = os.environ.get(ENV_PARENT), os.environ.get(ENV_SWEEP)
+    if not parent:
+        return None
+    note = (
+        f"The job's process died of {cause} while this run was RUNNING; the trials it finished "
+        "are saved. Run the sweep's command again with resume=true to finish it."
+    )
+    try:
+        client = mlflow.MlflowClient()
+        experiment_id = client.get_run(parent).info.experiment_id
+        runs = client.search_runs(
+            [experiment_id],
+            f"tags.sweep_id = '{sweep_id}' and tags.job_num = '{job_num}' and attributes.status = 'RUNNING'",
+        )
+        for run in runs:
+            client.set_tag(run.info.run_id, "interrupted", f"process died of {cause}")
+            client.set_tag(run.info.run_id, "mlflow.note.content", note)
+            client.set_terminated(run.info.run_id, "KILLED")
+    except Exception as exc:  # the sweep goes on; its parent run still reports the dead job
+        log.warning("could not mark the run of dead job #%d KILLED: %s", job_num, exc)
+        return None
+    return runs[0].info.run_id if runs else None
+
+
+SKIPPED_TAG = "skipped_job."
+
+
+def record_skipped(job: JobInfo, run_id: str) -> None:
+    """A resumed sweep's job found its config FINISHED in run ``run_id`` (maybe under another
+    sweep's parent): note it on this sweep's parent, whose table then counts it as finished."""
+    if job.parent_run_id and job.job_num is not None:
+        mlflow.MlflowClient().set_tag(job.parent_run_id, f"{SKIPPED_TAG}{job.job_num}", run_id)
+
+
+def _row(run, job_num=None) -> dict:
+    row = {
+        "job_num": run.data.tags.get("job_num") if job_num is None else job_num,
+        "run_name": run.info.run_name,
+        "overrides": run.data.tags.get("overrides", ""),
+        "status": run.info.status,
+        "run_id": run.info.run_id,
+        "config_hash": run.data.tags.get("config_hash"),
+        "skipped": job_num is not None,
+    }
+    row.update({m: run.data.metrics.get(m) for m in HEADLINE if m in run.data.metrics})
+    return row
+
+
 def sweep_table(client: mlflow.MlflowClient, experiment_id: str, parent_id: str) -> pd.DataFrame:
-    """One row per job of the sweep (the latest run of each config), headline metrics included."""
+    """One row per job of the sweep (the latest run of each config), headline metrics included;
+    jobs a resume skipped because their config had a FINISHED run elsewhere are rows of that run
+    (``skipped`` true)."""
     runs = client.search_runs(
         [experiment_id],
         f"tags.`mlflow.parentRunId` = '{parent_id}'",
         run_view_type=mlflow.entities.ViewType.ACTIVE_ONLY,
         max_results=50000,
     )
-    rows = []
-    for r in sorted(runs, key=lambda r: r.info.start_time):
-        row = {
-            "job_num": r.data.tags.get("job_num"),
-            "run_name": r.info.run_name,
-            "overrides": r.data.tags.get("overrides", ""),
-            "status": r.info.status,
-            "run_id": r.info.run_id,
-            "config_hash": r.data.tags.get("config_hash"),
-        }
-        row.update({m: r.data.metrics.get(m) for m in HEADLINE if m in r.data.metrics})
-        rows.append(row)
+    rows = [_row(r) for r in sorted(runs, key=lambda r: r.info.start_time)]
+    skipped = {
+        key[len(SKIPPED_TAG) :]: run_id
+        for key, run_id in client.get_run(parent_id).data.tags.items()
+        if key.startswith(SKIPPED_TAG)
+    }
+    for job_num, run_id in skipped.items():
+        with contextlib.suppress(mlflow.exceptions.MlflowException):  # deleted since
+            rows.append(_row(client.get_run(run_id), job_num))
     table = pd.DataFrame(rows)
     if table.empty:
         return table
@@ -212,6 +287,29 @@ def sweep_key(config: DictConfig) -> str:
         )
     )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def signal_delay(timeout_min: float, signal_delay_s: int) -> int:
+    """The SLURM warning signal's lead on the time limit, at most a quarter of the limit: SLURM
+    sends it ``signal_delay_s`` before the limit (up to 60 s earlier still), and a requeued job
+    that is signalled as soon as it starts can never finish. A larger delay is cut to that, with
+    a warning."""
+    limit = int(float(timeout_min) * 60)
+    most = max(1, limit // 4)
+    if int(signal_delay_s) <= most:
+        return int(signal_delay_s)
+    log.warning(
+        "hydra.launcher.signal_delay_s=%s is not well below timeout_min=%s (%d s): each job would be "
+        "signalled to stop with %d s of its %d s or less done; using signal_delay_s=%d, a quarter of the "
+        "limit (SLURM may signal up to 60 s earlier still).",
+        signal_delay_s,
+        timeout_min,
+        limit,
+        max(0, limit - int(signal_delay_s)),
+        limit,
+        most,
+    )
+    return most
 
 
 class SlurmRefused(RuntimeError):
@@ -260,10 +358,15 @@ class SweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra turns a callback's exception into a warning and runs the sweep anyway: a store
         # or a scheduler that refuses must stop it here, before any job, in one paragraph.
+        problem = config_keys.paragraph(config)  # every job would fail the same way
+        if problem:
+            print(problem, file=sys.stderr)
+            raise SystemExit(2)
         try:
+            check_writable(config.hydra.sweep.dir, "sweep folder")
             check_slurm(config.hydra.launcher)  # first: it leaves nothing behind
             experiment_id = setup_from_config(config.tracking)
-        except (TrackingUnavailable, SlurmRefused) as exc:
+        except (TrackingUnavailable, SlurmRefused, StorageError) as exc:
             print(exc, file=sys.stderr)
             raise SystemExit(2) from exc
         self.client = mlflow.MlflowClient(config.tracking.uri)
@@ -311,6 +414,14 @@ class SweepCallback(Callback):
         for signum in (signal.SIGTERM, signal.SIGINT):  # the sweep's own process: close, then die
             signal.signal(signum, self._on_signal)
 
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """A single run: its folder must be writable before Hydra writes into it."""
+        try:
+            check_writable(config.hydra.run.dir, "run folder")
+        except StorageError as exc:
+            print(exc, file=sys.stderr)
+            raise SystemExit(2) from exc
+
     def _on_signal(self, signum, frame):
         if self.interrupted:
             return  # closing already: a second Ctrl-C must not leave the parent RUNNING
@@ -323,21 +434,50 @@ class SweepCallback(Callback):
         self._close()
 
     def _close(self) -> None:
-        """Log the table and end the parent: FINISHED when every job finished, FAILED when some
-        failed, KILLED when the sweep itself was stopped (its jobs were still running)."""
+        """Log the table and end the parent: FINISHED when every job finished (or had finished
+        before a resume), FAILED when some failed or died, KILLED when the sweep itself was
+        stopped (its jobs were still running). The parent is ended even if the table cannot be
+        written (a full disk, a store gone)."""
         if self.parent is None:
             return
         parent, self.parent = self.parent, None
         for name in (ENV_PARENT, ENV_SWEEP, ENV_KEYS, ENV_JOBS):
             os.environ.pop(name, None)
+        status = "KILLED" if self.interrupted else "FAILED"
+        try:
+            all_done = self._report(parent)
+            if all_done and self.completed and not self.interrupted:
+                status = "FINISHED"
+        except Exception as exc:
+            print(
+                f"sweep {parent}: its table could not be written: {type(exc).__name__}: {exc}",
+                file=sys.stderr,
+            )
+        finally:
+            DEAD_JOBS.clear()
+            try:
+                self.client.set_terminated(parent, status)
+            except Exception as exc:
+                print(f"sweep {parent}: could not be marked {status}: {exc}", file=sys.stderr)
+
+    def _report(self, parent: str) -> bool:
+        """Write the sweep's table and tags to its parent run, print its summary; whether every
+        job finished."""
         table = sweep_table(self.client, self.experiment_id, parent)
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
         path = self.sweep_dir / "sweep.csv"
         table.to_csv(path, index=False)
         self.client.log_artifact(parent, str(path))
+        finished = int((table.status == "FINISHED").sum()) if len(table) else 0
+        skipped = int((table.status == "FINISHED").mul(table.skipped).sum()) if len(table) else 0
+        n_jobs = len(table) + sum(run_id is None for *_, run_id in DEAD_JOBS)  # some died before their run
+        dead = "; ".join(f"#{n} ({' '.join(o)}): {cause}" for n, o, cause, _ in DEAD_JOBS)
         tags = {
-            "jobs": str(len(table)),
-            "jobs_finished": str(int((table.status == "FINISHED").sum())) if len(table) else "0",
+            "jobs": str(n_jobs),
+            "jobs_finished": str(finished),
+            "jobs_skipped": str(skipped),
+            "jobs_died": str(len(DEAD_JOBS)),  # of this attempt: a resume that finishes them says 0
+            "dead_jobs": dead[:5000] or "none",
         }
         best = _best(table) if len(table) else None
         if best is not None:
@@ -347,13 +487,14 @@ class SweepCallback(Callback):
                 best_metric=best.name,
                 best_value=canonical(float(best[best.name])),
             )
-        for k, v in tags.items():
-            self.client.set_tag(parent, k, v)
-        all_done = bool(len(table)) and (table.status == "FINISHED").all()
-        status = "KILLED" if self.interrupted else ("FINISHED" if self.completed and all_done else "FAILED")
-        self.client.set_terminated(parent, status)
+        log_batch(parent, tags=tags)
+        summary = f"sweep {parent}: {finished} of {n_jobs} jobs finished"
+        if skipped:
+            summary += f" ({skipped} of {n_jobs} already finished)"
+        if DEAD_JOBS:
+            summary += f", {len(DEAD_JOBS)} died (resume with resume=true)"
         print(
-            f"sweep {parent}: {tags['jobs_finished']} of {tags['jobs']} jobs finished, "
-            f"table {path}"
+            f"{summary}, table {path}"
             + (f", best {best.run_name} ({best.name} {best[best.name]:.4f})" if best is not None else "")
         )
+        return bool(n_jobs) and finished == n_jobs

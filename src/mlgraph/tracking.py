@@ -11,6 +11,7 @@ server is checked to answer before anything runs (:func:`check_reachable`).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import functools
 import hashlib
@@ -21,10 +22,10 @@ import os
 import platform
 import re
 import shutil
+import ssl
 import subprocess
+import tempfile
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -154,6 +155,79 @@ def _store_template() -> Path | None:
     return template
 
 
+class StorageError(CompactHydraException):
+    """A folder or store cannot be written (read-only, not a folder, full): one paragraph naming
+    the path; what was already logged stays."""
+
+
+# OSError numbers that mean "this place cannot be written", and what each means in words.
+_STORAGE_ERRNOS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EEXIST: "a file of that name is in the way",
+    errno.EISDIR: "it is a folder",
+}
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)  # said of a write, often without the file name
+# SQLite's words for the same (through SQLAlchemy and MLflow, whose exceptions carry no errno).
+_SQLITE_STORAGE = re.compile(
+    r"database or disk is full|attempt to write a readonly database|unable to open database file|disk I/O error"
+)
+
+
+def storage_problem(exc: BaseException, uri: str | None = None) -> StorageError | None:
+    """The one-paragraph :class:`StorageError` for an error that says a folder, file or store
+    cannot be written (an OSError of :data:`_STORAGE_ERRNOS`, or SQLite's own message for a store
+    at ``uri``, anywhere in the exception's chain); None for any other error."""
+    if isinstance(exc, CompactHydraException):  # already one paragraph
+        return None
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        on_a_file = exc.filename is not None or exc.errno in _NO_ROOM if isinstance(exc, OSError) else False
+        if on_a_file and not isinstance(exc, ssl.SSLError) and exc.errno in _STORAGE_ERRNOS:
+            path = exc.filename or "(a file of the run)"
+            return StorageError(_storage_paragraph(str(path), _STORAGE_ERRNOS[exc.errno]))
+        match = _SQLITE_STORAGE.search(str(exc))
+        if match:
+            return StorageError(
+                _storage_paragraph(redact(uri or "the MLflow store"), f"SQLite: {match.group(0)}")
+            )
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _storage_paragraph(path: str, why: str) -> str:
+    return (
+        f"cannot write {path}: {why}. Whatever was logged before stays in the store; make room (or "
+        "point MLGRAPH_OUTPUT_DIR, hydra.run.dir or tracking.uri elsewhere) and run the same command "
+        "with resume=true to continue from the trials already saved."
+    )
+
+
+def check_writable(folder: str | os.PathLike, what: str = "output folder") -> None:
+    """Create ``folder`` (and its parents) and write a probe file in it, or raise a one-paragraph
+    :class:`StorageError` naming it (read-only, not a folder, full)."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".mlgraph-probe-") as probe:
+            probe.write(b"\0" * 4096)
+            probe.flush()
+            os.fsync(probe.fileno())
+    except OSError as exc:
+        why = _STORAGE_ERRNOS.get(exc.errno, exc.strerror or type(exc).__name__)
+        room = "make room, or " if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+        raise StorageError(
+            f"cannot write to the {what} {folder}: {why} ({exc.filename or folder}); nothing was run. "
+            f"{room.capitalize()}{'p' if room else 'P'}oint MLGRAPH_OUTPUT_DIR (or hydra.run.dir, "
+            "hydra.sweep.dir) at a folder you can write."
+        ) from exc
+
+
 def check_reachable(uri: str, wait_seconds: float = 10.0) -> None:
     """Fail fast, naming the URI, when an HTTP tracking server does not answer its health
     check within ``wait_seconds`` (MLflow's own client would retry for minutes per request)."""
@@ -161,15 +235,20 @@ def check_reachable(uri: str, wait_seconds: float = 10.0) -> None:
         return
     deadline = time.monotonic() + wait_seconds
     while True:
-        try:
-            with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=5) as answer:
-                if answer.status == 200:
-                    return
-                reason = f"HTTP {answer.status}"
-        except urllib.error.HTTPError as exc:
-            reason = f"HTTP {exc.code}"
-        except (OSError, ValueError) as exc:
-            reason = str(getattr(exc, "reason", exc))
+        try:  # through MLflow's client: its TLS settings (MLFLOW_TRACKING_SERVER_CERT_PATH) apply
+            answer = _auth_request(uri, "/health")
+            if answer.status_code == 200:
+                return
+            reason = f"HTTP {answer.status_code}"
+        except Exception as exc:  # MLflow wraps the connection error in its own exception
+            if "CERTIFICATE_VERIFY_FAILED" in str(exc) or "certificate verify failed" in str(exc):
+                raise TrackingUnavailable(
+                    f"MLflow tracking server {redact(uri)} shows a TLS certificate this machine does not "
+                    "trust; nothing was run. Set MLFLOW_TRACKING_SERVER_CERT_PATH to the certificate (or "
+                    "the bundle of the authority that signed it)."
+                ) from exc
+            found = re.search(r"\[Errno[^\]]*\][^\"')]*", str(exc))
+            reason = found.group(0).strip() if found else str(exc).splitlines()[0]
         if time.monotonic() >= deadline:
             raise TrackingUnavailable(
                 f"MLflow tracking server {redact(uri)} does not answer ({reason}); nothing was run. "
@@ -180,36 +259,154 @@ def check_reachable(uri: str, wait_seconds: float = 10.0) -> None:
 
 
 def setup_experiment(uri: str, experiment: str, artifact_location: str | None = None) -> str:
-    """Point MLflow at ``uri`` and make sure ``experiment`` exists; return its id.
+    """Point MLflow at ``uri`` and make sure ``experiment`` exists and this user may log to it;
+    return its id.
 
     Safe for any number of processes starting at once: SQLite stores are opened under
     :func:`store_lock`, and a race with another process creating the same experiment on a
-    server is resolved by reading it back.
+    server is resolved by reading it back. A server that asks for a password gets the one
+    MLflow's client sends (:func:`current_user`) checked first.
     """
     check_reachable(uri)
     mlflow.set_tracking_uri(uri)
+    user = current_user(uri)
     try:
         with store_lock(uri):
             if (db := _sqlite_path(uri)) is not None:
                 _init_sqlite(db)
             client = mlflow.MlflowClient(uri)
-            found = client.get_experiment_by_name(experiment)
-            if found is not None:
-                return found.experiment_id
-            try:
-                return client.create_experiment(experiment, artifact_location=artifact_location)
-            except mlflow.exceptions.MlflowException:
-                found = client.get_experiment_by_name(experiment)
-                if found is None:
-                    raise
-                return found.experiment_id
+            experiment_id = _experiment_id(client, experiment, artifact_location)
     except Exception as exc:  # the driver's and SQLAlchemy's errors, in one paragraph
+        if _denied(exc):
+            raise TrackingUnavailable(_permission_paragraph(uri, user, experiment, "no")) from exc
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        hint = (
+            " A postgresql:// store needs the team extra (pip install 'mlgraph[server]') and a running database."
+            if uri.startswith("postgresql")
+            else ""
+        )
         raise TrackingUnavailable(
             f"cannot open the MLflow store {redact(uri)} (tracking.uri): {type(exc).__name__}: "
-            f"{redact(first)}; nothing was run. A postgresql:// store needs the team extra "
-            "(pip install 'mlgraph[server]') and a running database."
+            f"{redact(first)}; nothing was run.{hint}"
         ) from exc
+    if user is not None and not user["is_admin"]:
+        permission = experiment_permission(uri, user["username"], experiment_id)
+        if permission not in ("EDIT", "MANAGE"):
+            raise TrackingUnavailable(_permission_paragraph(uri, user, experiment, permission))
+    return experiment_id
+
+
+def _experiment_id(client: mlflow.MlflowClient, experiment: str, artifact_location: str | None) -> str:
+    found = client.get_experiment_by_name(experiment)
+    if found is not None:
+        return found.experiment_id
+    try:
+        return client.create_experiment(experiment, artifact_location=artifact_location)
+    except mlflow.exceptions.MlflowException:
+        found = client.get_experiment_by_name(experiment)
+        if found is None:
+            raise
+        return found.experiment_id
+
+
+def _denied(exc: BaseException) -> bool:
+    return getattr(exc, "error_code", "") == "PERMISSION_DENIED" or " 403 " in str(exc)
+
+
+# --------------------------------------------------------------------------------------------
+# A team server with members (MLflow's basic-auth app)
+# --------------------------------------------------------------------------------------------
+CREDENTIALS_FILE = "~/.mlflow/credentials"
+
+
+def _credentials_source() -> str:
+    """Where MLflow's client takes the user name from (it reads both, the environment first)."""
+    from mlflow.utils.credentials import _read_mlflow_creds_from_file
+
+    if os.environ.get("MLFLOW_TRACKING_USERNAME"):
+        return "MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD"
+    if _read_mlflow_creds_from_file()[0]:
+        return CREDENTIALS_FILE
+    return ""
+
+
+def _auth_request(uri: str, endpoint: str, **params):
+    """One GET to the server with the credentials MLflow's client would send (no retries)."""
+    from mlflow.utils.credentials import get_default_host_creds
+    from mlflow.utils.rest_utils import http_request
+
+    return http_request(
+        get_default_host_creds(uri),
+        endpoint,
+        "GET",
+        max_retries=0,
+        timeout=10,
+        raise_on_status=False,
+        params=params,
+    )
+
+
+def current_user(uri: str) -> dict | None:
+    """``{"username", "is_admin"}`` of the user the server's basic-auth app recognises from the
+    credentials MLflow's client sends (``MLFLOW_TRACKING_USERNAME``/``MLFLOW_TRACKING_PASSWORD``,
+    else ``~/.mlflow/credentials``); None for a store without users. Missing or refused
+    credentials are a one-paragraph :class:`TrackingUnavailable`."""
+    if not uri.startswith(("http://", "https://")):
+        return None
+    try:
+        answer = _auth_request(uri, "/api/2.0/mlflow/users/current")
+    except Exception as exc:  # the health check answered; a failure here is the server's
+        raise TrackingUnavailable(f"MLflow tracking server {redact(uri)}: {exc}; nothing was run.") from exc
+    if answer.status_code == 404:  # no basic-auth app: no users
+        return None
+    if answer.status_code == 401:
+        source = _credentials_source()
+        if not source:
+            raise TrackingUnavailable(
+                f"MLflow tracking server {redact(uri)} lets in its members only, and no user name and "
+                "password were given; nothing was run. Set MLFLOW_TRACKING_USERNAME and "
+                f"MLFLOW_TRACKING_PASSWORD, or write them into {CREDENTIALS_FILE} (mode 600): a "
+                "section [mlflow] with mlflow_tracking_username = ... and mlflow_tracking_password = ... "
+                "The server's admin creates members (scripts/server-user.sh)."
+            )
+        from mlflow.utils.credentials import read_mlflow_creds
+
+        raise TrackingUnavailable(
+            f"MLflow tracking server {redact(uri)} refused the password of user "
+            f"{read_mlflow_creds().username!r} (from {source}); nothing was run. Check the user name "
+            "and password, or ask the server's admin to reset them."
+        )
+    if answer.status_code != 200:
+        raise TrackingUnavailable(
+            f"MLflow tracking server {redact(uri)} answered HTTP {answer.status_code} when asked who "
+            "you are; nothing was run."
+        )
+    return answer.json()["user"]
+
+
+def experiment_permission(uri: str, username: str, experiment_id: str) -> str:
+    """The permission ``username`` holds on an experiment (READ, USE, EDIT, MANAGE, or
+    NO_PERMISSIONS), as the server resolves it from grants, groups (roles) and its default."""
+    answer = _auth_request(
+        uri,
+        "/api/3.0/mlflow/users/permissions/get",
+        username=username,
+        resource_type="experiment",
+        resource_id=experiment_id,
+    )
+    return (
+        answer.json().get("permission", "NO_PERMISSIONS") if answer.status_code == 200 else "NO_PERMISSIONS"
+    )
+
+
+def _permission_paragraph(uri: str, user: dict | None, experiment: str, permission: str) -> str:
+    who = f"user {user['username']!r}" if user else "this user"
+    return (
+        f"{who} has {permission} permission on experiment {experiment!r} of MLflow tracking server "
+        f"{redact(uri)}, and running into it needs EDIT; nothing was run. Ask the experiment's "
+        "manager (its creator) or the server's admin to grant you, or your group, EDIT on it, or use "
+        "an experiment of your own (tracking.experiment=...)."
+    )
 
 
 def setup_from_config(tracking: DictConfig) -> str:

@@ -1,5 +1,6 @@
 """Real services for the cluster tests: a one-node SLURM cluster and a PostgreSQL-backed MLflow
-server, started and stopped by the repository's own scripts (scripts/*-up.sh, *-down.sh).
+server with members only (basic-auth), started and stopped by the repository's own scripts
+(scripts/*-up.sh, *-down.sh).
 
 They need root (apt-get, munged, PostgreSQL as `postgres`), so they run only when asked for:
 ``make test-cluster``, ``pytest -m cluster tests/cluster`` or ``MLGRAPH_CLUSTER_TESTS=1``.
@@ -19,6 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SERVICES = Path(os.environ.get("MLGRAPH_SERVICES_DIR", "/tmp/mlgraph-services")).resolve()
 SERVER_PORT = int(os.environ.get("MLGRAPH_SERVER_PORT", "5000"))
+TLS_PORT = int(os.environ.setdefault("MLGRAPH_SERVER_TLS_PORT", "5443"))  # server-up's nginx proxy
 PG_PORT = int(os.environ.get("MLGRAPH_PG_PORT", "5433"))
 
 
@@ -71,10 +73,41 @@ def slurm():
 
 
 @pytest.fixture(scope="session")
-def tracking_uri(slurm):
-    """The MLflow server on PostgreSQL, with the SLURM cluster up too; yields its tracking URI."""
+def server():
+    """The team MLflow server (PostgreSQL, basic-auth); yields its URI. The session's own client
+    is its admin (MLFLOW_TRACKING_USERNAME/PASSWORD from the server's secret file), so that the
+    commands the tests start log as a member who may do everything."""
     with _service("server", SERVICES / "mlflow/run/mlflow.pid"):
-        yield f"http://127.0.0.1:{SERVER_PORT}"
+        admin = {
+            "MLFLOW_TRACKING_USERNAME": "admin",
+            "MLFLOW_TRACKING_PASSWORD": (SERVICES / "mlflow/secrets/admin.pass").read_text().strip(),
+        }
+        previous = {k: os.environ.get(k) for k in admin}
+        os.environ.update(admin)
+        try:
+            yield f"http://127.0.0.1:{SERVER_PORT}"
+        finally:
+            for key, value in previous.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def tls_uri(server):
+    """The same server through its TLS proxy (nginx, self-signed certificate); yields
+    (https URI, certificate path). Skipped when a server started without one is running."""
+    certificate = SERVICES / "mlflow/tls/cert.pem"
+    if not certificate.is_file():
+        pytest.skip("the running server has no TLS proxy (start it with MLGRAPH_SERVER_TLS_PORT set)")
+    return f"https://127.0.0.1:{TLS_PORT}", certificate
+
+
+@pytest.fixture(scope="session")
+def tracking_uri(slurm, server):
+    """The team MLflow server with the SLURM cluster up too; yields its tracking URI."""
+    return server
 
 
 @pytest.fixture(scope="session")

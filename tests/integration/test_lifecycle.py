@@ -205,6 +205,97 @@ def test_sigkill_of_a_sweeps_main_process_leaves_no_orphan_and_no_running_run(tm
     assert parent.info.status == "KILLED"  # closed by its jobs, as the main process could not
 
 
+def launcher_workers(pid: int) -> list[int]:
+    """The sweep's job worker processes: its children that multiprocessing's spawn started."""
+    found = []
+    for child in descendants(pid):
+        try:
+            parent = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if parent == pid and b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(child)
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def test_a_dead_worker_costs_one_job_and_resume_finishes_it(tmp_path):
+    """SIGKILL of one job's process (what the OOM killer does): that run ends KILLED with a note,
+    the other jobs finish, the command says which job to resume; resume=true finishes it, and a
+    second resume (a new sweep, every job already done) ends its parent FINISHED."""
+    sweep = [
+        "dataset=emotions",
+        "protocol.repeats=20",
+        "protocol.rates=[0.5]",
+        "progress=false",
+        "tracking.checkpoint_seconds=0",
+        "method.nu2=0,0.1,0.5,1",
+    ]
+    proc = start(sweep, tmp_path, multirun=True)
+    wait_for(lambda: len(partials(tmp_path)) >= 2 or proc.poll() is not None, what="two jobs running")
+    workers = launcher_workers(proc.pid)
+    assert len(workers) == 2, workers
+    os.kill(workers[0], signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 1, stderr[-3000:]
+    assert "1 of 4 jobs died" in stderr and "SIGKILL" in stderr and "resume=true" in stderr
+    assert "Traceback" not in stderr and "3 of 4 jobs finished, 1 died" in stdout
+    client, runs = all_runs(tmp_path)
+    jobs = [r for r in runs if r.data.tags.get("kind") != "sweep"]
+    assert sorted(r.info.status for r in jobs) == ["FINISHED"] * 3 + ["KILLED"]
+    (killed,) = [r for r in jobs if r.info.status == "KILLED"]
+    assert (
+        "SIGKILL" in killed.data.tags["interrupted"]
+        and "resume=true" in killed.data.tags["mlflow.note.content"]
+    )
+    (parent,) = [r for r in runs if r.data.tags.get("kind") == "sweep"]
+    assert parent.info.status == "FAILED" and parent.data.tags["jobs_died"] == "1"
+    assert f"method.nu2={killed.data.params['method.nu2']}" in parent.data.tags["dead_jobs"]
+
+    code, stdout, stderr = run([*sweep, "resume=true"], tmp_path, multirun=True)
+    assert code == 0, stderr[-3000:]
+    assert "4 of 4 jobs finished (3 of 4 already finished)" in stdout
+    _, runs = all_runs(tmp_path)
+    jobs = [r for r in runs if r.data.tags.get("kind") != "sweep"]
+    assert len(jobs) == 4 and all(r.info.status == "FINISHED" for r in jobs)  # the killed run, reopened
+    assert killed.info.run_id in {r.info.run_id for r in jobs}
+    assert not [r for r in runs if r.info.status == "RUNNING"]
+
+    # n_jobs changes no number: the same jobs, all skipped, under a new parent that FINISHES
+    code, stdout, stderr = run([*sweep, "resume=true", "n_jobs=1"], tmp_path, multirun=True)
+    assert code == 0, stderr[-3000:]
+    assert "4 of 4 jobs finished (4 of 4 already finished)" in stdout
+    _, runs = all_runs(tmp_path)
+    parents = sorted((r for r in runs if r.data.tags.get("kind") == "sweep"), key=lambda r: r.info.start_time)
+    assert len(parents) == 2 and parents[-1].info.status == "FINISHED"
+    assert parents[-1].data.tags["jobs_skipped"] == "4"
+
+
+def test_sigkill_right_after_a_trial_ends_reruns_no_finished_trial(tmp_path):
+    """The local checkpoint holds each trial as soon as it finishes, although the copy to MLflow
+    is rate-limited (here: never before the kill); a resume reads it."""
+    args = ["dataset=yeast", "protocol.repeats=10", "protocol.rates=[0.5]", "progress=false"]
+    proc = start([*args, "n_jobs=1", "tracking.checkpoint_seconds=3600"], tmp_path)
+    wait_for(lambda: partial_rows(tmp_path) >= 3 or proc.poll() is not None, what="three finished trials")
+    seen = partial_rows(tmp_path)
+    deadline = time.monotonic() + 60
+    while partial_rows(tmp_path) == seen and time.monotonic() < deadline:  # the next trial's end
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    saved = partial_rows(tmp_path)
+    assert saved > seen
+    client, (killed,) = all_runs(tmp_path)
+    assert killed.info.status == "RUNNING"  # SIGKILL: nothing could close it
+    assert not client.list_artifacts(killed.info.run_id)  # no MLflow copy: the local file is all there is
+
+    code, stdout, stderr = run([*args, "resume=true"], tmp_path)
+    assert code == 0, stderr[-3000:]
+    _, (resumed,) = all_runs(tmp_path)
+    assert resumed.info.run_id == killed.info.run_id and resumed.info.status == "FINISHED"
+    assert resumed.data.tags["resumed_trials"] == str(saved)  # every trial that had ended: none re-run
+    assert resumed.data.metrics["n_trials"] == 10
+
+
 RACER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
@@ -274,6 +365,60 @@ def test_config_errors_are_one_paragraph_before_any_run(tmp_path, args, named):
     assert "Traceback" not in stderr
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     assert all(not client.search_runs([e.experiment_id]) for e in client.search_experiments())
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """mount(fs: str, options: str) -> a folder on a 2 MB tmpfs (root with CAP_SYS_ADMIN only);
+    unmounted afterwards."""
+    mounted = []
+
+    def mount(name: str, options: str = "") -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size=2m{options}", "tmpfs", str(folder)], capture_output=True
+        )
+        if done.returncode != 0:
+            pytest.skip("mounting a small file system needs root with CAP_SYS_ADMIN")
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_unwritable_non_folder_and_full_outputs_are_one_paragraph(tmp_path, small_disk):
+    args = ["dataset=emotions", "protocol.repeats=3", "protocol.rates=[0.5]", "progress=false"]
+    blocker = tmp_path / "file"
+    blocker.write_text("a file, not a folder")
+    cases = [
+        (blocker, False, "a part of the path is a file"),
+        (blocker, True, "a part of the path is a file"),
+        (small_disk("ro", ",ro"), False, "the file system is read-only"),
+    ]
+    for out, multirun, words in cases:
+        code, _, stderr = run(args, out, multirun=multirun)
+        assert code == 2 and f"cannot write to the {'sweep' if multirun else 'run'} folder {out}/" in stderr
+        assert words in stderr and "Traceback" not in stderr
+
+    full = small_disk("full")
+    code, _, stderr = run(args, full)  # a first run fits, then the disk is filled up
+    assert code == 0, stderr[-2000:]
+    subprocess.run(["dd", "if=/dev/zero", f"of={full}/filler", "bs=1k", "count=2000"], capture_output=True)
+    (full / "filler").unlink()
+    subprocess.run(["dd", "if=/dev/zero", f"of={full}/filler", "bs=1k", "count=880"], capture_output=True)
+    code, _, stderr = run(args, full)
+    assert code != 0 and "Traceback" not in stderr, stderr[-3000:]
+    # the run folder's probe, or a write during the run, finds the disk full
+    assert any(f"cannot write {where}{full}" in stderr for where in ("", "to the run folder ", "sqlite:///"))
+    client, runs = all_runs(full)  # the store is intact: the first run is still there, FINISHED
+    assert "FINISHED" in {r.info.status for r in runs}
+    import sqlite3
+
+    with sqlite3.connect(full / "mlflow.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
 
 
 def test_unreachable_tracking_server_is_named_before_anything_runs(tmp_path):

@@ -56,3 +56,24 @@ def test_the_sweeps_own_process_keeps_its_handlers():
     handler = signal.getsignal(signal.SIGINT)
     signals.end_worker_between_jobs()
     assert signal.getsignal(signal.SIGINT) is handler
+
+
+def _armed_child(queue) -> None:
+    signals.die_with_parent()
+    queue.put((os.getpid(), os.getppid()))
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_a_worker_started_by_a_fork_server_is_not_taken_for_an_orphan(method):
+    """die_with_parent in a process whose OS parent is a fork server (not the process that
+    started it) arms the kernel's signal and lives on."""
+    import multiprocessing
+
+    context = multiprocessing.get_context(method)
+    queue = context.Queue()
+    child = context.Process(target=_armed_child, args=(queue,))
+    child.start()
+    pid, os_parent = queue.get(timeout=60)
+    child.join(timeout=60)
+    assert child.exitcode == 0  # not killed by its own SIGTERM
+    assert (os_parent == os.getpid()) == (method == "spawn")

@@ -1,5 +1,9 @@
 """A fast reader for Weka ARFF files, dense and sparse, plain or gzip-compressed.
 
+Compressed input is decompressed in steps and refused once it exceeds 50 times the compressed
+file's size (at least 64 MB; ``MLGRAPH_MAX_DECOMPRESSED_MB`` sets another bound), so that a
+small file cannot expand to exhaust the memory of a shared node.
+
 Every value becomes a float64: numbers as they are, nominal values as the 0-based index of
 the value in the declared list (``{YES,NO}``: YES=0, NO=1), string values as a code in order
 of first appearance, dates as POSIX seconds (UTC), and ``?`` as NaN. In sparse rows
@@ -34,6 +38,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import os
 import re
 import warnings
 import zlib
@@ -183,16 +188,56 @@ def parse_arff(content: str | bytes, source: str = "<string>") -> ArffData:
     return ArffData(relation, tuple(attributes), matrix, sparse)
 
 
+# Decompressed input is bounded, so that a small compressed file cannot exhaust a node's memory
+# (a "gzip bomb"): at most DECOMPRESSION_RATIO times the compressed size, and never less than
+# DECOMPRESSION_FLOOR; the environment variable MLGRAPH_MAX_DECOMPRESSED_MB sets another bound.
+DECOMPRESSION_RATIO = 50
+DECOMPRESSION_FLOOR = 64_000_000
+DECOMPRESSION_ENV = "MLGRAPH_MAX_DECOMPRESSED_MB"  # megabytes of 10^6 bytes
+
+
+def decompression_limit(compressed_size: int) -> int:
+    """The most bytes a compressed input of ``compressed_size`` bytes may expand to."""
+    given = os.environ.get(DECOMPRESSION_ENV, "").strip()
+    if given:
+        try:
+            return int(float(given) * 1e6)
+        except ValueError:
+            raise ValueError(f"{DECOMPRESSION_ENV}={given!r} must be a number of megabytes") from None
+    return max(DECOMPRESSION_FLOOR, DECOMPRESSION_RATIO * compressed_size)
+
+
+def gunzip(content: bytes, source: str, limit: int | None = None) -> bytes:
+    """The decompressed bytes of gzip data (every member), read in 1 MiB steps and stopped as
+    soon as they exceed ``limit`` (default :func:`decompression_limit`). The steps are joined
+    once at the end: a growing buffer would be copied as it grows, doubling the peak memory."""
+    limit = decompression_limit(len(content)) if limit is None else limit
+    chunks, size = [], 0
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(content)) as stream:
+            while chunk := stream.read(1 << 20):
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > limit:
+                    raise ArffError(
+                        f"the gzip data expands to more than {limit / 1e6:,.0f} MB, over "
+                        f"{size // max(len(content), 1)} times its {len(content):,} bytes, and is refused (a "
+                        f"decompression bomb?); if the file is genuine, set {DECOMPRESSION_ENV} to a larger "
+                        "number of megabytes",
+                        source=source,
+                    )
+    except (OSError, EOFError, zlib.error) as exc:
+        # zlib's messages name the fault ("invalid distance"), never the data
+        raise ArffError(f"corrupt gzip data ({exc})", source=source) from None
+    return b"".join(chunks)
+
+
 def decode_text(content: str | bytes, source: str) -> str:
-    """Text with ``\\n`` line ends: gunzip when the gzip magic is there, UTF-8 with a Latin-1
-    fallback."""
-    if isinstance(content, bytes):
+    """Text with ``\\n`` line ends: gunzip (bounded, :func:`gunzip`) when the gzip magic is there,
+    UTF-8 with a Latin-1 fallback."""
+    if isinstance(content, (bytes, bytearray)):
         if content[:2] == b"\x1f\x8b":
-            try:
-                content = gzip.decompress(content)
-            except (OSError, EOFError, zlib.error) as exc:
-                # zlib's messages name the fault ("invalid distance"), never the data
-                raise ArffError(f"corrupt gzip data ({exc})", source=source) from None
+            content = gunzip(content, source)
         try:
             content = content.decode("utf-8-sig")
         except UnicodeDecodeError:

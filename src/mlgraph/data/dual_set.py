@@ -38,6 +38,7 @@ Everything is deterministic: no randomness is involved.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from mlgraph.data.arff import read_arff
+from mlgraph.data.arff import gunzip, read_arff, read_bytes
 from mlgraph.data.registry import ChecksumError, find_file, sha256_file
 
 __all__ = ["VOICE_SHA256", "DualSetDataset", "frequency_gender", "load_dual_set"]
@@ -100,8 +101,11 @@ class DualSetDataset:
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
+    with open(path, "rb") as stream:
+        gzipped = stream.read(2) == b"\x1f\x8b"
+    source = io.BytesIO(gunzip(read_bytes(path), str(path))) if gzipped else path  # bounded
     try:
-        df = pd.read_csv(path)
+        df = pd.read_csv(source)
     except Exception as exc:  # pandas raises parser, unicode, gzip and OS errors
         raise ValueError(f"{path}: cannot be read as a CSV table with a header row ({exc})") from exc
     if df.shape[1] == 0:

@@ -37,6 +37,7 @@ from typing import Literal
 
 from tqdm import tqdm
 
+from mlgraph.data.arff import decompression_limit
 from mlgraph.data.mulan import MissingPolicy, MultiLabelDataset, load_mulan
 
 if sys.version_info >= (3, 11):
@@ -317,7 +318,10 @@ def load_dataset(
         if entry is None or _registered(entry, arff) is None or url is not None:
             raise  # the caller's own file: its own message says where it was looked for
         raise missing_dataset_error(name, extra, exc) from exc
-    return load_mulan(arff_path, xml_path, n_labels, label_location, drop or (), name=name, missing=missing)
+    data = load_mulan(arff_path, xml_path, n_labels, label_location, drop or (), name=name, missing=missing)
+    if entry is not None:
+        check_label_count(entry, data, xml_path or arff_path)
+    return data
 
 
 def missing_files(name: str, extra_dirs: Iterable[str | Path] = ()) -> dict[str, RegisteredFile]:
@@ -348,6 +352,18 @@ def missing_dataset_error(
         f"(then copy {cache_dir()} here), or put the files in a directory of MLGRAPH_DATA_DIR; "
         f"`python -m mlgraph.data {name}` lists where each is looked for."
     )
+
+
+def check_label_count(entry: DatasetEntry, data: MultiLabelDataset, source: str | Path) -> None:
+    """A benchmark read with another label set (an XML file that leaves out one of its labels
+    turns that label into a feature) is an error naming both counts."""
+    expected = entry.stats.get("n_labels")
+    if expected is not None and data.n_labels != expected:
+        raise ValueError(
+            f"{source}: {data.n_labels} labels were read, but benchmark {entry.name!r} has {expected} "
+            f"(src/mlgraph/data/datasets.toml); a label left out of the XML file would be read as a "
+            "feature. Use the published label file, or dataset=custom for your own label set."
+        )
 
 
 def _registered(entry: DatasetEntry | None, filename: str | Path) -> RegisteredFile | None:
@@ -411,18 +427,24 @@ def _locate(
 # --------------------------------------------------------------------------------------------
 # Verifying
 # --------------------------------------------------------------------------------------------
-def _digests(path: Path) -> list[tuple[str, int, str]]:
-    """(SHA-256, size, what) of the file, and of its decompressed content when it is gzip."""
-    found = [(sha256_file(path), path.stat().st_size, "file")]
+def _digests(path: Path, limit: int | None = None) -> list[tuple[str, int, str]]:
+    """(SHA-256, size, what) of the file, and of its decompressed content when it is gzip; the
+    content is read no further than ``limit`` bytes (the largest size that could match; default
+    the reader's decompression bound), past which it matches nothing."""
+    size = path.stat().st_size
+    found = [(sha256_file(path), size, "file")]
     with open(path, "rb") as stream:
         compressed = stream.read(2) == b"\x1f\x8b"
     if compressed:
+        limit = decompression_limit(size) if limit is None else limit
         digest, n_bytes = hashlib.sha256(), 0
         try:
             with gzip.open(path, "rb") as stream:
                 while chunk := stream.read(1 << 20):
                     digest.update(chunk)
                     n_bytes += len(chunk)
+                    if n_bytes > limit:
+                        return found
         except (OSError, EOFError, zlib.error):  # corrupt or truncated: only the file's digest counts
             return found
         found.insert(0, (digest.hexdigest(), n_bytes, "decompressed content"))
@@ -433,7 +455,8 @@ def _integrity_problem(path: Path, accepted: Iterable[tuple[str | None, int | No
     """What is wrong with the file ('' when it, or its decompressed content, matches one of the
     accepted (sha256, size) pairs; None in a pair accepts anything)."""
     accepted = [(sha.lower() if sha else None, size) for sha, size in accepted]
-    found = _digests(path)
+    sizes = [size for _, size in accepted]
+    found = _digests(path, None if None in sizes else max(sizes))
     for sha, size in accepted:
         for actual_sha, actual_size, _ in found:
             if (sha is None or actual_sha == sha) and (size is None or actual_size == size):

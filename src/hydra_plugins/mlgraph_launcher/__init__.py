@@ -1,0 +1,1 @@
+"""mlgraph's Hydra launchers (Hydra finds launcher plugins in the ``hydra_plugins`` namespace)."""

@@ -1,0 +1,74 @@
+"""How a job ends and resumes, in-process: the launcher's account of a dead worker, the per-trial
+checkpoint and what a resume reads back, the SLURM signal delay (a throwaway SQLite store)."""
+
+import logging
+import signal
+
+import mlflow
+import pandas as pd
+
+from mlgraph.experiment import Checkpoint, finished_trials
+from mlgraph.launcher import _dead_message, death_cause
+from mlgraph.sweep import signal_delay
+from mlgraph.tracking import setup_experiment
+
+
+def test_a_dead_worker_is_named_with_how_it_died_and_what_to_run():
+    assert death_cause(-signal.SIGKILL) == "SIGKILL (kill -9, or the kernel's out-of-memory killer)"
+    assert death_cause(-signal.SIGSEGV) == "SIGSEGV" and death_cause(3) == "exit status 3"
+    text = _dead_message([(2, ["method.nu2=0.5"], "SIGKILL", "abc"), (3, [], "SIGTERM", None)], 4)
+    assert text.startswith("2 of 4 jobs died: #2 (method.nu2=0.5) of SIGKILL, its run abc is KILLED; ")
+    assert "#3 (no overrides) of SIGTERM, before its run opened" in text and "resume=true" in text
+
+
+def test_signal_delay_is_at_most_a_quarter_of_the_limit(caplog):
+    with caplog.at_level(logging.WARNING):
+        assert signal_delay(60, 120) == 120 and not caplog.records
+        assert signal_delay(2, 120) == 30 and signal_delay(1, 120) == 15
+    assert "signal_delay_s=120 is not well below timeout_min=2 (120 s)" in caplog.records[0].getMessage()
+
+
+def _run(tmp_path):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    experiment = setup_experiment(uri, "checkpoints")
+    return mlflow.MlflowClient(uri).create_run(experiment).info.run_id
+
+
+def _row(repetition, status="ok", **extra):
+    return {
+        "rate": 0.5,
+        "repetition": repetition,
+        "status": status,
+        "error": "",
+        "avg_precision": 0.5,
+        **extra,
+    }
+
+
+def test_each_trial_reaches_the_local_file_at_once_and_mlflow_at_most_every_interval(tmp_path):
+    run_id = _run(tmp_path)
+    checkpoint = Checkpoint(run_id, tmp_path / "job", every=3600, done=pd.DataFrame([_row(0)]))
+    for repetition in (1, 2):
+        checkpoint.add(_row(repetition))
+        assert len(pd.read_csv(checkpoint.path)) == repetition + 1  # done rows and every new one
+    checkpoint.add(_row(3, "failed", traceback="Traceback ...\n  line"))  # a new column: rewritten
+    table = pd.read_csv(checkpoint.path)
+    assert list(table.repetition) == [0, 1, 2, 3] and table.traceback.notna().sum() == 1
+    assert not mlflow.MlflowClient().list_artifacts(run_id)  # the copy waits for its interval
+    checkpoint.flush()
+    assert [a.path for a in mlflow.MlflowClient().list_artifacts(run_id)] == [Checkpoint.NAME]
+
+
+def test_a_resume_reads_the_newer_local_file_and_drops_a_line_cut_by_a_kill(tmp_path):
+    run_id = _run(tmp_path)
+    checkpoint = Checkpoint(run_id, tmp_path / "job", every=0, done=pd.DataFrame())
+    checkpoint.add(_row(0))  # copied to MLflow at once (every=0)
+    checkpoint.every = 3600
+    checkpoint.add(_row(1))
+    checkpoint.add(_row(2))  # only in the local file
+    mlflow.MlflowClient().set_tag(run_id, Checkpoint.TAG, str(checkpoint.path))
+    with open(checkpoint.path, "a") as out:
+        out.write("0.5,3,ok,,0.")  # a kill in the middle of writing a row
+    assert sorted(finished_trials(run_id).repetition) == [0, 1, 2]
+    checkpoint.path.unlink()  # another machine: only the MLflow copy
+    assert sorted(finished_trials(run_id).repetition) == [0]
