@@ -142,20 +142,21 @@ def test_killed_slurm_sweep_resumes_to_one_finished_run_per_job(slurm_sweep, tra
 
 def test_a_job_longer_than_its_time_limit_finishes_through_requeues(slurm_sweep, tracking_uri, tmp_path):
     """A 2-minute limit with the default signal_delay_s=120, which is cut to 30 s with a warning
-    (SLURM would otherwise signal every slot at once), and a job of about two to four minutes of
-    work on one CPU: SLURM signals it, it saves its trials and is requeued, and the requeued job
-    reopens its run and computes only the trials it had not finished. About 2.5 min on 2 cores."""
+    (SLURM would otherwise signal every slot at once, and up to 60 s early), and a job of 1,000
+    trials, some three to eight minutes of work on one CPU, so that even a fast machine outlasts its
+    first slot: SLURM signals it, it saves its trials and is requeued, and the requeued job reopens
+    its run and computes only the trials it had not finished."""
     experiment = f"requeue-{uuid.uuid4().hex[:8]}"
     argv, kwargs = slurm_sweep(
         experiment,
         "hydra.launcher.timeout_min=2",
-        "hydra.launcher.max_num_timeout=6",  # a slow machine may need more slots; each one resumes
+        "hydra.launcher.max_num_timeout=12",  # a slow machine needs more slots; each one resumes
         "dataset=yeast",
         "protocol.rates=[0.5]",
-        "protocol.repeats=400",
+        "protocol.repeats=1000",
         "method.nu2=0.1",
     )
-    done = subprocess.run(argv, **kwargs, capture_output=True, text=True, timeout=1200)
+    done = subprocess.run(argv, **kwargs, capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "signal_delay_s=120 is not well below timeout_min=2" in done.stdout + done.stderr
 
@@ -176,8 +177,8 @@ def test_a_job_longer_than_its_time_limit_finishes_through_requeues(slurm_sweep,
     client = mlflow.MlflowClient(tracking_uri)
     runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
     (run,) = [r for r in runs if r.data.tags.get("kind") != "sweep"]  # one run, reopened by each slot
-    assert run.info.status == "FINISHED" and run.data.metrics["n_trials"] == 400
-    assert 0 < int(run.data.tags["resumed_trials"]) < 400
+    assert run.info.status == "FINISHED" and run.data.metrics["n_trials"] == 1000
+    assert 0 < int(run.data.tags["resumed_trials"]) < 1000
 
 
 def test_a_refused_slurm_submission_is_one_paragraph_before_any_job(slurm_sweep, tracking_uri):

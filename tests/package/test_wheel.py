@@ -167,5 +167,5 @@ def test_bash_completion_of_commands_and_overrides(installed, tmp_path):
     assert proc.stdout.splitlines() == [
         "run",
         "method=mlmr method=mlmrrw",
-        "experiment=ssl_comparison experiment=ssl_comparison_mediamill",
+        "experiment=ssl_comparison experiment=ssl_comparison_inner experiment=ssl_comparison_mediamill",
     ]

@@ -73,4 +73,4 @@ def test_a_4_mb_gzip_bomb_fails_in_seconds_with_bounded_memory(tmp_path):
     assert result["error"].startswith(f"ArffError: {bomb}: the gzip data expands to more than 209 MB")
     # the time the reader spends (CPU seconds, which other load on the machine does not inflate
     # the way it inflates wall time; 1.8 s of wall time on 2 busy cores)
-    assert result["cpu_seconds"] < 5 and result["peak_mb"] < 500, result
+    assert result["cpu_seconds"] < 10 and result["peak_mb"] < 300, result

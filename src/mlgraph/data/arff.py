@@ -207,16 +207,16 @@ def decompression_limit(compressed_size: int) -> int:
     return max(DECOMPRESSION_FLOOR, DECOMPRESSION_RATIO * compressed_size)
 
 
-def gunzip(content: bytes, source: str, limit: int | None = None) -> bytes:
-    """The decompressed bytes of gzip data (every member), read in 1 MiB steps and stopped as
-    soon as they exceed ``limit`` (default :func:`decompression_limit`). The steps are joined
-    once at the end: a growing buffer would be copied as it grows, doubling the peak memory."""
+def gunzip(content: bytes, source: str, limit: int | None = None) -> bytearray:
+    """The decompressed bytes of gzip data (every member), refused as soon as they exceed ``limit``
+    (default :func:`decompression_limit`). A first pass only counts the bytes, in 1 MiB steps, so
+    that a bomb is refused holding one step; a second pass reads into a buffer of the counted size
+    (one copy of the data, never a growing one)."""
     limit = decompression_limit(len(content)) if limit is None else limit
-    chunks, size = [], 0
     try:
+        size = 0
         with gzip.GzipFile(fileobj=io.BytesIO(content)) as stream:
             while chunk := stream.read(1 << 20):
-                chunks.append(chunk)
                 size += len(chunk)
                 if size > limit:
                     raise ArffError(
@@ -226,10 +226,15 @@ def gunzip(content: bytes, source: str, limit: int | None = None) -> bytes:
                         "number of megabytes",
                         source=source,
                     )
+        data = bytearray(size)
+        with gzip.GzipFile(fileobj=io.BytesIO(content)) as stream, memoryview(data) as view:
+            done = 0
+            while done < size and (n := stream.readinto(view[done:])):
+                done += n
     except (OSError, EOFError, zlib.error) as exc:
         # zlib's messages name the fault ("invalid distance"), never the data
         raise ArffError(f"corrupt gzip data ({exc})", source=source) from None
-    return b"".join(chunks)
+    return data
 
 
 def decode_text(content: str | bytes, source: str) -> str:
