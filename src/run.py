@@ -16,8 +16,8 @@ CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
-def main(cfg: DictConfig) -> None:
-    run_from_hydra(cfg)
+def main(cfg: DictConfig):
+    return run_from_hydra(cfg)  # None when resume=true skipped the job (the sweep's progress counts it)
 
 
 if __name__ == "__main__":
