@@ -362,7 +362,7 @@ def bench_mlflow_overhead() -> list[tuple]:
         client = mlflow.MlflowClient(uri)
         run = client.search_runs([client.get_experiment_by_name(cfg.tracking.experiment).experiment_id])[0]
         metrics = run.data.metrics
-        spent, trials = metrics["diagnostics/logging_seconds"], metrics["diagnostics/trials_seconds"]
+        spent, trials = metrics["run/logging_seconds"], metrics["run/trials_seconds"]
     return [("MLflow logging / trial time, yeast main job", spent, trials, spent / trials, "< 5 %")]
 
 

@@ -165,7 +165,7 @@ def round_curves(table: pd.DataFrame) -> pd.DataFrame:
 PER_RATE = "per_rate/"  # mean and std over repetitions, step = labelling rate in % (100: all labelled)
 PER_FOLD = "per_fold/"  # cross-validation folds and random splits, step = fold (split) number
 PER_ROUND = "per_round/"  # paper 001, Fig. 3: step = boosting round t
-DIAGNOSTICS = "diagnostics/"  # degenerate labels, approximate solvers, time spent
+DIAGNOSTICS = "run/"  # degenerate labels, approximate solvers, time spent (after per_* in the UI)
 
 
 def _metric_rows(summary: pd.DataFrame, table: pd.DataFrame, metrics: list[str]):

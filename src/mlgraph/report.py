@@ -180,27 +180,18 @@ def _curve(ax, x, y, yerr, label: str, i: int = 0, n: int = 1, width: float = 0.
     )
 
 
-def _legend(fig: plt.Figure, axes, ncol: int | None = None) -> None:
-    """One legend for the figure, below the panels (it never hides a curve)."""
-    handles, labels = axes[0].get_legend_handles_labels()
-    if not handles:
-        return
-    fig.legend(
-        handles,
-        labels,
-        loc="lower center",
-        ncol=ncol or min(len(labels), 7),
-        frameon=False,
-        fontsize=9,
-        bbox_to_anchor=(0.5, 0.0),
-    )
+def _figure(rows: int, columns: int, width: float, height: float):
+    """Panels laid out by matplotlib's constrained layout, which leaves room for the title
+    and for a legend placed outside the panels."""
+    return plt.subplots(rows, columns, figsize=(width, height), squeeze=False, layout="constrained")
 
 
-def _layout(fig: plt.Figure, title: str, legend_rows: int) -> None:
-    """Panels above a legend of ``legend_rows`` rows; tight_layout leaves room for the title."""
+def _legend(fig: plt.Figure, handles, labels, ncol: int, title: str = "") -> None:
+    """One legend for the figure, below the panels (it never hides a curve), and the title."""
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False, fontsize=9)
     if title:
         fig.suptitle(title)
-    fig.tight_layout(rect=(0, (0.1 + 0.25 * legend_rows) / fig.get_figheight(), 1, 1))
 
 
 def plot_metrics_vs_rate(
@@ -212,7 +203,7 @@ def plot_metrics_vs_rate(
 
     ``summaries`` maps a method key or label to the output of :func:`mlgraph.runner.summarise`.
     """
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.9), squeeze=False)
+    fig, axes = _figure(1, len(metrics), 4.2 * len(metrics), 3.9)
     for ax, metric in zip(axes[0], metrics, strict=True):
         for i, (label, summary) in enumerate(summaries.items()):
             _curve(
@@ -221,8 +212,7 @@ def plot_metrics_vs_rate(
         ax.set_xlabel("labelling rate (%)")
         ax.set_ylabel(metric_words(metric))
         ax.grid(alpha=0.3)
-    _legend(fig, axes[0])
-    _layout(fig, title, legend_rows=-(-len(summaries) // 7))
+    _legend(fig, *axes[0][0].get_legend_handles_labels(), ncol=min(len(summaries), 7), title=title)
     return fig
 
 
@@ -237,9 +227,7 @@ def plot_rounds(
     ``panels`` maps labels to a row title (e.g. ``B=1.05``), giving one row of panels per value
     as the paper's sub-figures."""
     rows = list(dict.fromkeys((panels or {}).get(label, "") for label in curves))
-    fig, axes = plt.subplots(
-        len(rows), len(metrics), figsize=(4.2 * len(metrics), 3.0 * len(rows) + 0.9), squeeze=False
-    )
+    fig, axes = _figure(len(rows), len(metrics), 4.2 * len(metrics), 3.0 * len(rows) + 0.9)
     for label, curve in curves.items():
         row = rows.index((panels or {}).get(label, ""))
         reuse = "model_reuse=False" not in label
@@ -267,8 +255,7 @@ def plot_rounds(
     for ax in axes[:, 0]:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(len(handles), 4), frameon=False)
-    _layout(fig, title, legend_rows=-(-len(handles) // 4))
+    _legend(fig, list(handles.values()), list(handles), ncol=min(len(handles), 4), title=title)
     return fig
 
 
@@ -314,26 +301,21 @@ def format_summary(summary: pd.DataFrame, metrics: Sequence[str] = FIG1_METRICS)
 
 # --- Comparison report: runs read back from MLflow -------------------------------------------
 
-FREQ_GENDER_TABLE2 = {  # method: (Accuracy-a, Accuracy-b, Accuracy-all); None = N/A
-    "dsml": ((0.8521, 0.0091), (0.9547, 0.0061), (0.8220, 0.0082)),
-    "independent": ((0.8321, 0.0212), (0.9579, 0.0067), (0.8039, 0.0214)),
-    "cooccurrence": (None, None, (0.8068, 0.0187)),
-    "stacking": ((0.8375, 0.0170), (0.9550, 0.0051), (0.8096, 0.0183)),
-    "mlknn": ((0.5879, 0.0091), (0.6953, 0.0196), (0.4587, 0.0161)),
-    "mlrbf": ((0.7570, 0.0144), (0.9661, 0.0047), (0.7387, 0.0134)),
-    "bpmll": ((0.4004, 0.1464), (0.5014, 0.0271), (0.1704, 0.0847)),
-    "ranksvm": ((0.0326, 0.0135), (0.5382, 0.0643), (0.0127, 0.0116)),
-}
-FREQ_GENDER_TABLE3 = {  # B: (Accuracy-a, Accuracy-b, Accuracy-all) means, T = 10
-    1.00: (0.8413, 0.9541, 0.8131),
-    1.01: (0.8432, 0.9531, 0.8134),
-    1.02: (0.8432, 0.9512, 0.8134),
-    1.03: (0.8413, 0.9554, 0.8119),
-    1.05: (0.8521, 0.9547, 0.8220),
-    1.10: (0.8435, 0.9515, 0.8128),
-    1.15: (0.8473, 0.9557, 0.8172),
-    1.20: (0.8476, 0.9560, 0.8175),
-}
+PAPER001_CSV = Path(__file__).resolve().parent / "data" / "builtin" / "paper001_tables.csv"
+
+
+def paper001_value(dataset: str, metric: str, method: str | None = None, B: float | None = None):
+    """Paper 001's mean of ``metric`` on ``dataset``: Table 2 for ``method``, or Table 3 (DSML,
+    T = 10) for ``B``; None where the paper prints N/A or has no such cell."""
+    table = pd.read_csv(PAPER001_CSV, dtype={"B": str})
+    table = table[(table.dataset == dataset) & (table.metric == metric)]
+    if B is not None:
+        hit = table[(table["table"] == 3) & (pd.to_numeric(table.B).round(2) == round(B, 2))]
+    else:
+        hit = table[(table["table"] == 2) & (table.method == method)]
+    return float(hit["mean"].iloc[0]) if len(hit) else None
+
+
 DUAL_METRICS = ("accuracy_a", "accuracy_b", "accuracy_all")
 
 
@@ -469,9 +451,7 @@ def plot_fraction_curves(
     one line per selector in its fixed style, one row of panels per classifier; all features as
     a black dashed horizontal line."""
     methods = list(dict.fromkeys(runs["tags.method"]))
-    fig, axes = plt.subplots(
-        len(methods), len(metrics), figsize=(4.2 * len(metrics), 3.2 * len(methods) + 0.7), squeeze=False
-    )
+    fig, axes = _figure(len(methods), len(metrics), 4.2 * len(metrics), 3.2 * len(methods) + 0.7)
     for row, method in zip(axes, methods, strict=True):
         mine = runs[runs["tags.method"] == method]
         selected = mine[mine["tags.selector"] != "none"]
@@ -495,8 +475,7 @@ def plot_fraction_curves(
             ax.set_ylabel(metric_words(metric))
             ax.set_title(method_label(method))
             ax.grid(alpha=0.3)
-    _legend(fig, axes[0])
-    _layout(fig, title, legend_rows=1)
+    _legend(fig, *axes[0][0].get_legend_handles_labels(), ncol=5, title=title)
     return fig
 
 
@@ -767,16 +746,15 @@ def dual_set_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
     rows = {}
     for _, run in runs.iterrows():
         cells = {}
-        for j, metric in enumerate(DUAL_METRICS):
+        for metric in DUAL_METRICS:
             mean, std = run[f"metrics.{metric}"], run[f"metrics.{metric}_std"]
             if paper_b and str(run.get("params.method.model_reuse", True)) == "True":
-                ref = FREQ_GENDER_TABLE3.get(round(float(run["params.method.B"]), 2))
-                ref = None if ref is None else (ref[j], None)
+                ref = paper001_value(dataset, metric, B=float(run["params.method.B"]))
             elif run["label"] == method_label(run["tags.method"]):  # the paper's settings only
-                ref = FREQ_GENDER_TABLE2.get(run["tags.method"], (None,) * 3)[j]
+                ref = paper001_value(dataset, metric, method=run["tags.method"])
             else:
                 ref = None
-            paper = "—" if ref is None or dataset != "frequency_gender" else f"{ref[0]:.4f}"
+            paper = "—" if ref is None else f"{ref:.4f}"
             cells[metric] = (mean, f"{mean:.4f} ± {std:.4f} (paper {paper})")
         rows[run["label"]] = cells
     table = pd.DataFrame(

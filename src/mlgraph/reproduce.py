@@ -527,6 +527,7 @@ def notes() -> dict:
 def cell_notes(paper_id: str, dataset: str, method: str, metric: str) -> list[str]:
     """The ids of the notes about a cell: those of its paper that name its data set, method or
     metric (a field a note does not give matches anything)."""
+    method = "dsml" if method.startswith("B=") else method  # paper 001's Table 3: DSML by B
     found = []
     for note_id, note in notes().items():
         if note.get("paper") != paper_id or not any(k in note for k in ("datasets", "methods", "metrics")):
@@ -636,8 +637,10 @@ def _fmt(value: float) -> str:
     return "—" if value is None or not np.isfinite(value) else f"{value:.3f}"
 
 
-def _where(x: float) -> str:
-    return "" if not np.isfinite(x) else f"{x:g} %: "
+def _where(x: float, unit: str = "%") -> str:
+    if not np.isfinite(x) or x < 0:
+        return ""
+    return f"{x:g} %: " if unit == "%" else f"{unit} {x:g}: "
 
 
 def check_order(case: pd.DataFrame, metric: str, claim: dict) -> tuple[str, str]:
@@ -670,16 +673,21 @@ def check_order(case: pd.DataFrame, metric: str, claim: dict) -> tuple[str, str]
         return f"{_name(method)} {_fmt(sign * frame.loc[x, method])}"
 
     weakest = "max" if claim.get("any") else "min"
+    unit = claim.get("x", "%")
     if how == "mean":
         evidence = f"mean over rates: {who(W, W.index[0], weakest)} vs {who(L, L.index[0], 'max')}"
         if not np.isfinite(xs[0]) or xs == [-1.0]:
             evidence = f"{who(W, W.index[0], weakest)} vs {who(L, L.index[0], 'max')}"
     elif len(xs) == 1:
         x = xs[0]
-        evidence = f"{_where(x) if x >= 0 else ''}{who(W, x, weakest)} vs {who(L, x, 'max')}"
+        evidence = f"{_where(x, unit)}{who(W, x, weakest)} vs {who(L, x, 'max')}"
     else:
         worst = (best_w - L.max(axis=1)).idxmin()
-        evidence = f"at {int(wins.sum())} of {len(xs)} rates; closest at {_where(worst)}{who(W, worst, weakest)} vs {who(L, worst, 'max')}"
+        points = "rates" if unit == "%" else f"{unit}s"
+        evidence = (
+            f"at {int(wins.sum())} of {len(xs)} {points}; closest at {_where(worst, unit)}"
+            f"{who(W, worst, weakest)} vs {who(L, worst, 'max')}"
+        )
     return (HELD if holds else NOT_HELD), evidence
 
 
@@ -882,7 +890,8 @@ def evaluate_claims(
         for dataset in datasets:
             for group in groups:
                 for metric in metrics:
-                    where = ", ".join(filter(None, [dataset, group, _metric_words(metric)]))
+                    shown = {"table2": "Table 2", "table3": "Table 3"}.get(group, group)
+                    where = ", ".join(filter(None, [dataset, shown, _metric_words(metric)]))
                     case = scores[
                         (scores["dataset"] == dataset)
                         & (scores["group"] == group)
@@ -1193,6 +1202,8 @@ def section_001(runs: pd.DataFrame, plan: Plan, figdir: Path) -> Section:
     )
     curves, panels = {}, {}
     for group, part in scores[scores.group.str.startswith("B=")].groupby("group"):
+        if part["method"].nunique() < 2:
+            continue  # Fig. 3 draws each B with and without reuse (Table 3's other B have one)
         for variant, mine in part.groupby("method"):
             wide = mine.pivot_table(index="x", columns="metric", values=["mean", "std"])
             curve = pd.DataFrame(index=wide.index.astype(int))

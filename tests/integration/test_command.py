@@ -68,7 +68,7 @@ def test_nystrom_solver_is_chosen_by_config_and_reports_its_accuracy(tmp_path):
     assert (table.solver_n_landmarks == 300).all() and (table.solver_rank <= 300).all()
     assert table.solver_kernel_trace_error.between(0, 1).all() and (table.solver_residual > 0).all()
     metrics = r.data.metrics
-    assert metrics["diagnostics/solver_residual_max"] == table.solver_residual.max()
+    assert metrics["run/solver_residual_max"] == table.solver_residual.max()
     assert 0.5 < metrics["avg_precision_overall"] <= 1
 
 

@@ -56,7 +56,7 @@ def test_dataset_input_and_metric_sections(tmp_path):
     ]
     steps = [m.step for m in client.get_metric_history(run.info.run_id, "per_rate/avg_precision")]
     assert sorted(steps) == [10, 50]  # the labelling rates in percent
-    assert "per_rate/avg_precision_std" in keys and "diagnostics/fit_seconds_mean" in keys
+    assert "per_rate/avg_precision_std" in keys and "run/fit_seconds_mean" in keys
     assert "model" not in {a.path for a in client.list_artifacts(run.info.run_id)}  # off by default
 
 

@@ -176,7 +176,7 @@ def test_strict_fails_the_run_on_any_failed_trial(tmp_path):
 def test_degenerate_labels_are_counted_and_explained(tmp_path):
     run_experiment(_job(tmp_path, "protocol.rates=[0.5]", "protocol.test_size=0.005"))  # 3 test rows
     (run,) = _runs(tmp_path)
-    assert run.data.metrics["diagnostics/n_degenerate_labels"] >= 1
+    assert run.data.metrics["run/n_degenerate_labels"] >= 1
     assert "no positive or no negative" in run.data.tags["notes"]
 
 
