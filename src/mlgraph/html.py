@@ -28,6 +28,7 @@ th { background: #f6f8fa; } td.num { text-align: right; font-variant-numeric: ta
 .summary td { font-size: 15px; } figure { margin: 1em 0; } figure img { max-width: 100%; }
 figcaption { font-size: 13px; color: #555; } .small { font-size: 12px; color: #555; }
 .cell small { display: block; color: #555; white-space: nowrap; }
+.scroll { overflow-x: auto; }
 .row { display: flex; flex-wrap: wrap; gap: 0 1.5em; align-items: flex-start; }
 .row figure { flex: 1 1 30%; min-width: 320px; max-width: 420px; }
 """
@@ -66,7 +67,7 @@ def table(
             text = value if column in raw else esc("" if pd.isna(value) else value)
             cells.append(f"<td class='num'>{text}</td>" if column in numeric else f"<td>{text}</td>")
         rows.append(f"<tr{css}>{''.join(cells)}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
 
 
 def figure(paths: Sequence[Path], caption: str, relative_to: Path) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import logging
 import math
 import os
@@ -133,7 +134,7 @@ PAPERS = {
                 "feature_fraction",
                 FS_DATASETS,
                 ("emotions", "genbase", "medical", "scene", "yeast"),
-                ("hydra.sweeper.params.selector.fraction='0.1,0.3,0.5,0.7,0.9'",),
+                ("selector.fraction=0.1,0.3,0.5,0.7,0.9",),  # replaces the preset's nine fractions
             ),
             Preset("feature_fraction_all", FS_DATASETS, ("emotions", "genbase", "medical", "scene", "yeast")),
         ),
@@ -309,14 +310,8 @@ def finished_runs(uri: str, experiment: str) -> pd.DataFrame:
 
     try:
         return latest_runs(uri, experiment)
-    except LookupError:
+    except LookupError:  # no such experiment, or no finished run in it
         return pd.DataFrame(columns=["run_id", "tags.dataset", "tags.method", "tags.selector", "fraction"])
-    except Exception as exc:  # MLflow says the experiment does not exist
-        if "does not exist" in str(exc) or "RESOURCE_DOES_NOT_EXIST" in str(exc):
-            return pd.DataFrame(
-                columns=["run_id", "tags.dataset", "tags.method", "tags.selector", "fraction"]
-            )
-        raise
 
 
 def _artifact(run_id: str, name: str, **read) -> pd.DataFrame | None:
@@ -519,6 +514,7 @@ def paper_claims(paper_id: str) -> dict:
     return _toml(BUILTIN / f"paper{paper_id}_claims.toml")
 
 
+@functools.cache
 def notes() -> dict:
     """The method notes that explain gaps (``reproduce_notes.toml``), by id."""
     return _toml(BUILTIN / "reproduce_notes.toml")
@@ -1010,7 +1006,10 @@ def _note_links(ids: str | Sequence[str]) -> str:
     from mlgraph.html import esc
 
     ids = [i for i in (ids.split(",") if isinstance(ids, str) else ids) if i]
-    return " ".join(f"<a href='#note-{esc(i)}'>note</a>" for i in ids)
+    titles = notes()
+    return " ".join(
+        f"<a href='#note-{esc(i)}' title='{esc(titles[i]['title'])}'>note</a>" for i in ids if i in titles
+    )
 
 
 def _value(mean, std, decimals=3) -> str:
@@ -1049,7 +1048,7 @@ def layout(
             css = "na" if row is None else VERDICT_CSS.get(row["verdict"], "na")
             tds.append(f"<td class='{css}'>{cell_html(row, decimals)}</td>")
         body.append(f"<tr><th>{(label or method_label)(r)}</th>{''.join(tds)}</tr>")
-    return f"<table><thead><tr><th></th>{header}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f"<div class='scroll'><table><thead><tr><th></th>{header}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
 
 
 def _fig(fig, name: str, figdir: Path, caption: str) -> str:
@@ -1610,20 +1609,16 @@ def summary_line(path: Path) -> str:
 # --- The command ---------------------------------------------------------------------------
 def _settings(overrides: Sequence[str], experiment: str) -> tuple[str, Path]:
     """The tracking URI and the report folder, composed from the project's config as every
-    ``mlgraph`` command composes it (Hydra-only overrides left out)."""
+    ``mlgraph`` command composes it, with the overrides that concern them (``tracking…``,
+    ``report…``; sweeps over other keys are not a single config)."""
     from hydra import compose, initialize_config_dir
 
     import mlgraph.tracking  # noqa: F401  (registers the abspath resolver)
     from mlgraph.cli import CONFIG_DIR
 
+    mine = [o for o in overrides if o.lstrip("+~").startswith(("tracking", "report"))]
     with initialize_config_dir(version_base="1.3", config_dir=str(CONFIG_DIR)):
-        cfg = compose(
-            "config",
-            overrides=[
-                *(o for o in overrides if not o.startswith(("hydra", "~hydra"))),
-                f"tracking.experiment={experiment}",
-            ],
-        )
+        cfg = compose("config", overrides=[*mine, f"tracking.experiment={experiment}"])
     return cfg.tracking.uri, Path(cfg.report.out)
 
 
