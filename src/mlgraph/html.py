@@ -15,7 +15,7 @@ body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: 
        max-width: 1280px; margin: 1.5em auto; padding: 0 1.2em; }
 h1 { font-size: 1.6em; margin-bottom: .2em; } h2 { margin-top: 1.8em; border-bottom: 1px solid #ddd; }
 h3 { margin-top: 1.4em; } code, pre { font: 13px/1.4 ui-monospace, Menlo, Consolas, monospace; }
-pre { background: #f6f8fa; padding: .6em .8em; overflow-x: auto; border-radius: 4px; }
+pre { background: #f6f8fa; padding: .6em .8em; white-space: pre-wrap; border-radius: 4px; }
 table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: 13px; }
 th, td { border: 1px solid #d0d7de; padding: 3px 7px; vertical-align: top; text-align: left; }
 th { background: #f6f8fa; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
