@@ -876,14 +876,11 @@ def evaluate_claims(
             verdict, evidence, paper = check_share(
                 scores, claim, paper_scores, 3 if paper_id == "002" else None
             )
-            scope = (
-                "every metric"
-                if claim.get("dataset") == "all"
-                else f"{len(_listed(claim.get('dataset'), []))} data sets × every metric"
-            )
-            verdicts.append(
-                Verdict(claim, f"{_name(claim['winner'])} first, {scope}", verdict, evidence, paper)
-            )
+            losers = claim.get("losers", "others")
+            against = "every other method" if losers == "others" else ", ".join(map(_name, losers))
+            scope = "every case" if claim.get("dataset") == "all" else "the table's data sets × metrics"
+            check = f"{_name(claim['winner'])} ahead of {against} in most of {scope}"
+            verdicts.append(Verdict(claim, check, verdict, evidence, paper))
             continue
         if kind == "suits":
             verdict, evidence = check_suits(scores, claim)

@@ -248,11 +248,9 @@ REPRODUCE = [
 ]
 
 
-def test_reproduction_report_opens_offline_with_every_figure(chromium, tmp_path):
+def test_reproduction_report_opens_offline_with_every_figure(page, tmp_path):
     """A small ``mlgraph reproduce`` report, opened from its file in a browser that may fetch
     nothing: every figure decodes, the verdicts and the provenance are there."""
-    from playwright.sync_api import sync_playwright
-
     env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
     proc = subprocess.run(
         [sys.executable, "-m", "mlgraph", "reproduce", *REPRODUCE],
@@ -264,24 +262,20 @@ def test_reproduction_report_opens_offline_with_every_figure(chromium, tmp_path)
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = tmp_path / "reports" / "reproduce" / "paper000-quick" / "report.html"
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1300, "height": 900})
-        fetched = []
+    view = page.context.browser.new_page()  # the module's browser (one Playwright per process)
+    fetched = []
 
-        def offline(route):  # the file itself and its data URIs load; anything else would fail
-            fetched.append(route.request.url)
-            local = route.request.url.startswith(("file:", "data:"))
-            route.continue_() if local else route.abort()
+    def offline(route):  # the file itself and its data URIs load; anything else would fail
+        fetched.append(route.request.url)
+        local = route.request.url.startswith(("file:", "data:"))
+        route.continue_() if local else route.abort()
 
-        page.route("**/*", offline)
-        page.goto(report.as_uri())
-        images = page.locator("figure img")
-        assert images.count() >= 4  # Fig. 1 and three CD diagrams
-        assert all(
-            images.nth(i).evaluate("i => i.complete && i.naturalWidth > 0") for i in range(images.count())
-        )
-        assert not [u for u in fetched if not u.startswith(("file:", "data:"))]
-        assert page.get_by_text("The paper's stated conclusions").count() == 1
-        assert page.locator(".badge").count() > 10 and page.get_by_text("Provenance").count() == 1
-        browser.close()
+    view.route("**/*", offline)
+    view.goto(report.as_uri())
+    images = view.locator("figure img")
+    assert images.count() >= 4  # Fig. 1 and three CD diagrams
+    assert all(images.nth(i).evaluate("i => i.complete && i.naturalWidth > 0") for i in range(images.count()))
+    assert not [u for u in fetched if not u.startswith(("file:", "data:"))]
+    assert view.get_by_text("The paper's stated conclusions").count() == 1
+    assert view.locator(".badge").count() > 10 and view.get_by_text("Provenance").count() == 1
+    view.close()
