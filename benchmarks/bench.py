@@ -361,7 +361,8 @@ def bench_mlflow_overhead() -> list[tuple]:
             run_experiment(cfg, output_dir=tmp)
         client = mlflow.MlflowClient(uri)
         run = client.search_runs([client.get_experiment_by_name(cfg.tracking.experiment).experiment_id])[0]
-        spent, trials = run.data.metrics["logging_seconds"], run.data.metrics["trials_seconds"]
+        metrics = run.data.metrics
+        spent, trials = metrics["run/logging_seconds"], metrics["run/trials_seconds"]
     return [("MLflow logging / trial time, yeast main job", spent, trials, spent / trials, "< 5 %")]
 
 

@@ -17,7 +17,9 @@ CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 def main(cfg: DictConfig):
-    return run_from_hydra(cfg)  # a sweeper (hydra/sweeper=optuna) reads the summary back
+    # the summary, which a sweeper (hydra/sweeper=optuna) reads back; None when resume=true
+    # skipped the job (the sweep's progress counts it)
+    return run_from_hydra(cfg)
 
 
 if __name__ == "__main__":

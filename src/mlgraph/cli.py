@@ -4,6 +4,7 @@
     mlgraph report experiment=ssl_comparison       # figures and tables of a tracked comparison
     mlgraph toy                                    # paper 002's ML² toy experiment
     mlgraph hparams hparam_search --dataset yeast  # pick tuned hyper-parameters from a sweep
+    mlgraph reproduce 000 --quick                  # a paper's presets, then one HTML report
 
 ``run``, ``report`` and ``toy`` compose the same primary config (``conf/config.yaml``, inside the
 package: ``src/mlgraph/conf`` links the checkout's ``conf/``, a wheel holds a copy), so ``--help``,
@@ -26,6 +27,10 @@ COMMANDS = {
     "report": ("mlgraph.report:build_report", "figures and significance tables of a comparison"),
     "toy": ("mlgraph.toy:run_toy", "paper 002's ML² toy experiment (Fig. 3), tracked"),
     "hparams": ("mlgraph.hparams:main", "pick tuned hyper-parameters from an exploration sweep"),
+    "reproduce": (
+        "mlgraph.reproduce:main",
+        "run a paper's presets and write its HTML report (000 001 002 004)",
+    ),
 }
 HYDRA_COMMANDS = ("run", "report", "toy")
 COMPLETION_FLAGS = ("-sc", "--shell-completion")
@@ -97,4 +102,6 @@ def main(argv: list[str] | None = None) -> None:
         if name in HYDRA_COMMANDS:
             hydra_main(_load(COMMANDS[name][0]), rest, name)
         else:
-            _load(COMMANDS[name][0])(rest)
+            code = _load(COMMANDS[name][0])(rest)
+            if code:
+                sys.exit(code)

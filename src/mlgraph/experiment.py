@@ -8,8 +8,10 @@ tests call :func:`run_experiment` without Hydra.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import inspect
 import io
+import json
 import logging
 import numbers
 import os
@@ -20,11 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import mlflow
+import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from hydra.errors import CompactHydraException
 from hydra.utils import call, get_method, instantiate
+from mlflow.entities import Dataset, DatasetInput, InputTag
+from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
 from mlgraph import config_keys
@@ -179,36 +186,45 @@ def round_curves(table: pd.DataFrame) -> pd.DataFrame:
     return stats
 
 
+# MLflow metric keys. A run's summary numbers sit at the top level of its charts
+# (``<metric>_overall``, ``n_trials``, ``n_failed``); each series is grouped under what its
+# step means, so that the UI's "Step" axis is explained by the section's name.
+PER_RATE = "per_rate/"  # mean and std over repetitions, step = labelling rate in % (100: all labelled)
+PER_FOLD = "per_fold/"  # cross-validation folds and random splits, step = fold (split) number
+PER_ROUND = "per_round/"  # paper 001, Fig. 3: step = boosting round t
+DIAGNOSTICS = "run/"  # degenerate labels, approximate solvers, time spent (after per_* in the UI)
+
+
 def _metric_rows(summary: pd.DataFrame, table: pd.DataFrame, metrics: list[str]):
-    """(key, value, step): per rate with step = rate in %, plus scalars over all trials."""
-    for _, row in summary.iterrows():
-        for metric in metrics:
-            if pd.notna(row[metric]):
-                yield metric, row[metric], row["step"]
-                yield f"{metric}_std", row[f"{metric}_std"], row["step"]
+    """(key, value, step): the summary over all trials, then the series by prefix (above)."""
     ok = table[table.status == "ok"]
     overall = "_overall" if len(ok) == len(table) else "_overall_ok_only"  # says it skips failures
     for metric in metrics:
         if ok[metric].notna().any():
             yield f"{metric}{overall}", ok[metric].mean(), 0
+    yield "n_trials", len(table), 0
+    yield "n_failed", int((table.status != "ok").sum()), 0
+    for _, row in summary.iterrows():
+        for metric in metrics:
+            if pd.notna(row[metric]):
+                yield f"{PER_RATE}{metric}", row[metric], row["step"]
+                yield f"{PER_RATE}{metric}_std", row[f"{metric}_std"], row["step"]
     if len(summary) == 1:  # cross-validation and halves: each fold or split, step = its number
         for repetition, values in zip(ok["repetition"], ok[metrics].itertuples(index=False), strict=True):
             for metric, value in zip(metrics, values, strict=True):
                 if pd.notna(value):
-                    yield f"{metric}_fold", value, repetition
+                    yield f"{PER_FOLD}{metric}", value, repetition
     for t, row in round_curves(table).iterrows():  # paper 001, Fig. 3: step = boosting round
         for metric in metrics:
             if metric in row and pd.notna(row[metric]):
-                yield f"round_{metric}", row[metric], t
-    yield "n_trials", len(table), 0
-    yield "n_failed", int((table.status != "ok").sum()), 0
+                yield f"{PER_ROUND}{metric}", row[metric], t
     if "n_degenerate_labels" in ok and len(ok):
-        yield "n_degenerate_labels", ok["n_degenerate_labels"].max(), 0
-        yield "n_trials_with_degenerate_labels", int(ok["n_degenerate_labels"].gt(0).sum()), 0
+        yield f"{DIAGNOSTICS}n_degenerate_labels", ok["n_degenerate_labels"].max(), 0
+        yield f"{DIAGNOSTICS}n_trials_with_degenerate_labels", int(ok["n_degenerate_labels"].gt(0).sum()), 0
     for column in (c for c in ok.columns if c.startswith("solver_")):  # how far an approximation is
-        yield f"{column}_max", ok[column].max(), 0
+        yield f"{DIAGNOSTICS}{column}_max", ok[column].max(), 0
     if len(ok):
-        yield "fit_seconds_mean", ok["fit_seconds"].mean(), 0
+        yield f"{DIAGNOSTICS}fit_seconds_mean", ok["fit_seconds"].mean(), 0
 
 
 def _log_artifacts(
@@ -218,21 +234,135 @@ def _log_artifacts(
     table.to_csv(run_dir / "trials.csv", index=False)
     summary.to_csv(run_dir / "summary.csv")
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    names = ["trials.csv", "summary.csv", "config.yaml"]
+    paths = [run_dir / "trials.csv", run_dir / "summary.csv", run_dir / "config.yaml"]
     if summary["n_ok"].sum() and len(summary) > 1:  # a curve needs several labelling rates
         fig = plot_metrics_vs_rate({cfg.method.name: summary}, FIG1_METRICS, title=title)
-        save_figure(fig, run_dir / "metrics_vs_rate.png")
-        names.append("metrics_vs_rate.png")
+        paths += save_figure(fig, run_dir / "metrics_vs_rate.png")
     rounds = round_curves(table)
     if not rounds.empty:
         rounds.to_csv(run_dir / "rounds.csv")
-        save_figure(plot_rounds({cfg.method.name: rounds}, title=title), run_dir / "rounds.png")
-        names += ["rounds.csv", "rounds.png"]
+        paths += [
+            run_dir / "rounds.csv",
+            *save_figure(plot_rounds({cfg.method.name: rounds}, title=title), run_dir / "rounds.png"),
+        ]
     tuned_files, tuned_tags = log_choices(table, run_dir, title=f"values chosen by tuning=inner: {title}")
     if tuned_tags:
         mlflow.set_tags(tuned_tags)
-    for name in names + tuned_files:
-        mlflow.log_artifact(str(run_dir / name))
+    for path in paths + tuned_files:
+        mlflow.log_artifact(str(path))
+
+
+# MLflow stores a dataset digest in at most 36 characters; the full SHA-256 is in the dataset's
+# profile and in the run's tag ``dataset_sha256``.
+DIGEST_LENGTH = 16
+
+
+def protocol_name(cfg: DictConfig, job: JobInfo) -> str:
+    """The protocol option a job ran (``ssl``, ``halves``, ``cv10``, ...), else its function."""
+    return job.choices.get("protocol") or str(cfg.protocol.get("_target_", "protocol")).rsplit(".", 1)[-1]
+
+
+def dataset_input(data, context: str) -> DatasetInput:
+    """The run's dataset as an MLflow dataset input (what ``mlflow.log_input`` logs; the UI's
+    Datasets column): name, digest = the SHA-256 of the file as stored (its first
+    :data:`DIGEST_LENGTH` hex digits; of a published train/test split, the first half of each
+    file's, joined by ``-``), source = that file, the shapes of features and labels as schema
+    and profile (with the full SHA-256), and the protocol as context."""
+    X, Y = data.X, data.Y
+    n_labels = getattr(data, "n_labels", Y.shape[1])
+    spec = lambda dtype, width: json.dumps(  # noqa: E731
+        [{"type": "tensor", "tensor-spec": {"dtype": str(dtype), "shape": [-1, width]}}]
+    )
+    parts = data.sha256.split(";")  # a published split: the training file's, then the test file's
+    dataset = Dataset(
+        name=data.name,
+        digest="-".join(p[: DIGEST_LENGTH // len(parts)] for p in parts),
+        source_type="local",
+        source=json.dumps({"uri": str(data.source)}),
+        schema=json.dumps(
+            {
+                "mlflow_tensorspec": {
+                    "features": spec(X.dtype, X.shape[1]),
+                    "targets": spec(Y.dtype, Y.shape[1]),
+                }
+            }
+        ),
+        profile=json.dumps(
+            {
+                "features_shape": [int(X.shape[0]), int(X.shape[1])],
+                "targets_shape": [int(Y.shape[0]), int(n_labels)],
+                "sha256": data.sha256,
+            }
+        ),
+    )
+    return DatasetInput(dataset, tags=[InputTag(MLFLOW_DATASET_CONTEXT, context)])
+
+
+def model_trial(trials: list) -> object:
+    """The trial whose training part the logged model is fitted on: with ``protocol=fixed`` the
+    one published split; otherwise the first repetition at the highest labelling rate (the
+    first fold under cross-validation, the first split under halves), so that the model has
+    the most labels any trial gave it."""
+    top = max(t.rate for t in trials)
+    return min((t for t in trials if t.rate == top), key=lambda t: t.repetition)
+
+
+def log_model(plan: Plan) -> None:
+    """``tracking.log_model=true``: refit the estimator on :func:`model_trial`'s training part
+    (its unlabelled rows marked −1; a transductive method on those rows alone, without the test
+    rows the trial joined to its graph) and log it in MLflow's scikit-learn flavour as
+    ``model``, with a signature and an input example of five training rows. No test row reaches
+    the model, the example or the signature.
+
+    The model is serialised by skops (MLflow's default format), which rebuilds only the types it
+    is told to trust: mlgraph's own estimators and scipy's sparse matrices (see
+    :func:`trusted_types`), never arbitrary pickled code. Kernel and neighbour methods keep their
+    training rows inside the model, so a logged model carries training data.
+    """
+    import mlflow.sklearn
+    from mlflow.models import infer_signature
+
+    trial = model_trial(plan.trials)
+    X, Y = plan.data.X, plan.data.Y
+    X_train = X[trial.train]
+    model = clone(plan.estimator).fit(X_train, trial.targets(Y))
+    example = X_train[:5]
+    example = example.toarray() if sp.issparse(example) else np.asarray(example)
+    mlflow.sklearn.log_model(
+        model,
+        name="model",
+        signature=infer_signature(example, model.predict(example)),
+        input_example=example,
+        serialization_format="skops",
+        skops_trusted_types=trusted_types(model),
+        pip_requirements=[f"{p}=={importlib.metadata.version(p)}" for p in MODEL_REQUIREMENTS],
+    )
+    mlflow.set_tags(
+        {
+            "model_trial": f"rate={trial.rate:g} repetition={trial.repetition}",
+            "model_training_rows": str(len(trial.train)),
+        }
+    )
+
+
+# What a logged model needs to load (mlgraph itself, since the estimators are its classes).
+MODEL_REQUIREMENTS = ("mlgraph", "numpy", "scipy", "scikit-learn", "skops")
+TRUSTED_MODULES = ("mlgraph.", "scipy.sparse.")
+
+
+def trusted_types(model) -> list[str]:
+    """The types skops does not trust by default that ``model`` holds, when all of them are
+    mlgraph's estimators or scipy's sparse matrices; any other type is refused by name."""
+    import skops.io
+
+    found = skops.io.get_untrusted_types(data=skops.io.dumps(model))
+    foreign = [t for t in found if not t.startswith(TRUSTED_MODULES)]
+    if foreign:
+        raise ValueError(
+            f"the model holds types outside mlgraph and scipy.sparse ({', '.join(foreign)}), which "
+            "a logged model does not trust; log it yourself with mlflow.sklearn.log_model"
+        )
+    return found
 
 
 def run_from_hydra(cfg: DictConfig) -> pd.DataFrame | None:
@@ -297,6 +427,7 @@ _RUN_KEYS = {
         "null or a folder path (not a file)",
     ),
     "tracking.checkpoint_seconds": (nonneg, "a number of seconds >= 0"),
+    "tracking.log_model": (_one_of(True, False), "true or false"),
     "metrics.empty_rows": (_one_of("mulan", "exclude"), "mulan or exclude"),
     "metrics.ties": (_one_of("mulan", "max"), "mulan or max"),
     "metrics.zero_division": (_one_of("warn", 0, 1), "warn, 0 or 1"),
@@ -690,6 +821,7 @@ def _tracked(
                         len(plan.trials),
                     )
                 log_batch(run_id, params=None if previous is not None else config_params(cfg), tags=tags)
+                mlflow.MlflowClient().log_inputs(run_id, [dataset_input(data, protocol_name(cfg, job))])
             with _timed(spent, "trials"):
                 table = run_trials(
                     plan.estimator,
@@ -768,7 +900,13 @@ def _finish(
             },
         )
         _log_artifacts(out, cfg, table, summary, title=f"{cfg.method.name} on {plan.data.name}")
-    log_batch(run_id, metrics=[(f"{k}_seconds", v, 0) for k, v in spent.items()])
+        if cfg.tracking.get("log_model", False) and len(failed) < len(table):
+            try:
+                log_model(plan)
+            except Exception as exc:  # the run's results stand; say why there is no model
+                log.warning("%s: the model could not be logged: %s: %s", name, type(exc).__name__, exc)
+                mlflow.set_tag("log_model_error", f"{type(exc).__name__}: {exc}"[:5000])
+    log_batch(run_id, metrics=[(f"{DIAGNOSTICS}{k}_seconds", v, 0) for k, v in spent.items()])
     overrides = f"overrides: {' '.join(job.overrides)}\n" if job.overrides else ""
     log.info(
         "%s: %d trials, MLflow run %s\n%s%s",

@@ -19,10 +19,23 @@ import pandas as pd  # noqa: E402
 
 from mlgraph.metrics import METRICS  # noqa: E402
 
+# Figure and report words for metric keys (titles and axes say these, never the raw keys).
 TITLES = {
     "avg_precision": "Average precision",
     "micro_f1": "Micro-F1",
     "macro_f1": "Macro-F1",
+    "hamming_loss": "Hamming loss",
+    "one_error": "One-error",
+    "coverage": "Coverage",
+    "coverage_norm": "Coverage (÷ q)",
+    "ranking_loss": "Ranking loss",
+    "macro_auc": "Macro-averaging AUC",
+    "micro_auc": "Micro-averaging AUC",
+    "subset_accuracy": "Subset accuracy",
+    "example_precision": "Example-based precision",
+    "example_recall": "Example-based recall",
+    "example_f1": "Example-based F1",
+    "jaccard": "Jaccard index",
     "accuracy_a": "Accuracy-a",
     "accuracy_b": "Accuracy-b",
     "accuracy_all": "Accuracy-all",
@@ -31,34 +44,175 @@ FIG1_METRICS = ("avg_precision", "micro_f1", "macro_f1")
 log = logging.getLogger(__name__)
 
 
+def metric_words(metric: str) -> str:
+    """A metric key in words for an axis ("average precision"; acronyms and names keep their
+    capitals: "Hamming loss", "AUC")."""
+    words = TITLES.get(metric, metric.replace("_", " "))
+    if words[1:2].isupper() or words.split(" ")[0] in ("Hamming", "Jaccard"):
+        return words
+    return words[0].lower() + words[1:]
+
+
+# --- Figure style: one colour, marker and line style per method, the same in every figure -----
+# Colours are Okabe & Ito's colour-blind-safe palette (plus grey and brown); a figure never
+# holds two methods of one colour, and markers and line styles tell apart curves that overlap
+# (ML-MR under ML-MRRW). Each paper's own method is vermillion with round markers.
+VERMILLION, BLUE, SKY, GREEN, ORANGE, PURPLE, YELLOW = (
+    "#D55E00",
+    "#0072B2",
+    "#56B4E9",
+    "#009E73",
+    "#E69F00",
+    "#CC79A7",
+    "#F0E442",
+)
+GREY, BROWN, BLACK = "#7F7F7F", "#8C564B", "#000000"
+STYLES = {  # method, selector or classifier name: (colour, marker, line style)
+    # paper 000
+    "mlmrrw": (VERMILLION, "o", "-"),
+    "mlmr": (BLUE, "s", "--"),
+    "mlknn": (GREY, "v", "-."),
+    "gfhf": (SKY, "^", ":"),
+    "lgc": (GREEN, "D", "-"),
+    "fsksc": (ORANGE, "P", "--"),
+    "sswl": (PURPLE, "X", "-."),
+    # paper 002
+    "ml2": (VERMILLION, "o", "-"),
+    "br": (BLUE, "s", "--"),
+    "clr": (GREEN, "D", "-."),
+    "ecc": (ORANGE, "^", ":"),
+    "rakel": (PURPLE, "v", "-"),
+    # paper 001 (ML-kNN as in paper 000)
+    "dsml": (VERMILLION, "o", "-"),
+    "independent": (BLUE, "s", "--"),
+    "cooccurrence": (SKY, "^", ":"),
+    "stacking": (GREEN, "D", "-."),
+    "mlrbf": (ORANGE, "P", "-"),
+    "bpmll": (PURPLE, "X", "--"),
+    "ranksvm": (BROWN, "*", ":"),
+    # paper 004: selectors, the all-features line, the two classifiers
+    "gmba": (VERMILLION, "o", "-"),
+    "mlfs": (BLUE, "s", "--"),
+    "mlrf": (GREEN, "D", "-."),
+    "spec": (ORANGE, "^", ":"),
+    "none": (BLACK, "", "--"),
+    "br_knn": (BLUE, "s", "-"),
+    "cc_knn": (GREEN, "D", "--"),
+}
+HOLLOW = {"mlmr", "gfhf", "br", "independent", "mlfs"}  # drawn with open markers over their neighbours
+_FALLBACK = [(c, m, "-") for c, m in zip([YELLOW, BROWN, GREY, SKY], "hp<>", strict=True)]
+
+# Display names of methods in figures and tables (paper 000's, 002's and 001's spelling).
+PAPER000 = {
+    "mlknn": "MLkNN",
+    "gfhf": "ML-GFHF",
+    "lgc": "ML-LGC",
+    "fsksc": "ML-FSKSC",
+    "sswl": "SSWL",
+    "mlmr": "ML-MR",
+    "mlmrrw": "ML-MRRW",
+}
+PAPER002 = {"ml2": "ML²", "br": "BR", "clr": "CLR", "ecc": "ECC", "rakel": "RAkEL"}
+PAPER001 = {
+    "dsml": "DSML",
+    "independent": "Ind. Dec.",
+    "cooccurrence": "Co-Occ. Dec.",
+    "stacking": "Label Stacking",
+    "mlrbf": "ML-RBF",
+    "bpmll": "BP-MLL",
+    "ranksvm": "RankSVM",
+}
+PAPER004 = {
+    "gmba": "GMBA",
+    "mlfs": "MLFS",
+    "mlrf": "MLRF",
+    "spec": "SPEC",
+    "none": "all features",
+    "br_knn": "BR-3NN",
+    "cc_knn": "CC-3NN",
+}
+
+
+def method_label(name: str) -> str:
+    """The display name of a method, selector or classifier (its key when it has none)."""
+    for names in (PAPER000, PAPER002, PAPER001, PAPER004):
+        if name in names:
+            return names[name]
+    return name
+
+
+def method_style(name: str) -> dict:
+    """``color``, ``marker`` and ``linestyle`` of a method, by its key (``mlmrrw``) or display
+    name (``ML-MRRW``); a label with settings after the name (``DSML B=1.05``) takes the
+    method's style. Unknown names get a fixed fallback chosen from the name, so that the same
+    name is drawn alike in every figure."""
+    words = name.split(" ")
+    candidates = [" ".join(words[:n]) for n in range(len(words), 0, -1)]  # "DSML B=1.05" → "DSML"
+    key = next((k for c in candidates for k in STYLES if c in (k, method_label(k))), name)
+    if key not in STYLES:
+        colour, marker, linestyle = _FALLBACK[sum(map(ord, key)) % len(_FALLBACK)]
+    else:
+        colour, marker, linestyle = STYLES[key]
+    face = "white" if key in HOLLOW else colour
+    return {"color": colour, "marker": marker or "None", "linestyle": linestyle, "markerfacecolor": face}
+
+
+def _dodged(x, i: int, n: int, width: float):
+    """``x`` shifted by a small per-line offset, so that error bars of equal values stay apart."""
+    return pd.Series(x, dtype=float).to_numpy() + (i - (n - 1) / 2) * width
+
+
+def _curve(ax, x, y, yerr, label: str, i: int = 0, n: int = 1, width: float = 0.0, **style):
+    """One method's line with ±1 std error bars in its fixed style (``style`` overrides it),
+    shifted by ``width`` per line when ``n`` lines share the x values."""
+    drawn = {**method_style(label), **style}
+    ax.errorbar(
+        _dodged(x, i, n, width),
+        y,
+        yerr=yerr,
+        markersize=4.5,
+        markeredgewidth=1.0,
+        capsize=2,
+        elinewidth=0.8,
+        linewidth=1.3,
+        label=label,
+        **drawn,
+    )
+
+
+def _figure(rows: int, columns: int, width: float, height: float):
+    """Panels laid out by matplotlib's constrained layout, which leaves room for the title
+    and for a legend placed outside the panels."""
+    return plt.subplots(rows, columns, figsize=(width, height), squeeze=False, layout="constrained")
+
+
+def _legend(fig: plt.Figure, handles, labels, ncol: int, title: str = "") -> None:
+    """One legend for the figure, below the panels (it never hides a curve), and the title."""
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False, fontsize=9)
+    if title:
+        fig.suptitle(title)
+
+
 def plot_metrics_vs_rate(
     summaries: Mapping[str, pd.DataFrame], metrics: Sequence[str] = FIG1_METRICS, title: str = ""
 ) -> plt.Figure:
     """Paper 000, Fig. 1–4: one panel per metric against the labelling rate (%), one line per
-    method, error bars of ±1 standard deviation over repetitions.
+    method in its fixed style (:func:`method_style`), error bars of ±1 standard deviation over
+    repetitions, lines shifted by 0.3 % apiece so that equal values stay apart.
 
-    ``summaries`` maps a method label to the output of :func:`mlgraph.runner.summarise`.
+    ``summaries`` maps a method key or label to the output of :func:`mlgraph.runner.summarise`.
     """
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
+    fig, axes = _figure(1, len(metrics), 4.2 * len(metrics), 3.9)
     for ax, metric in zip(axes[0], metrics, strict=True):
-        for label, summary in summaries.items():
-            ax.errorbar(
-                summary["step"],
-                summary[metric],
-                yerr=summary[f"{metric}_std"],
-                marker="o",
-                markersize=3,
-                capsize=2,
-                linewidth=1,
-                label=label,
+        for i, (label, summary) in enumerate(summaries.items()):
+            _curve(
+                ax, summary["step"], summary[metric], summary[f"{metric}_std"], label, i, len(summaries), 0.3
             )
-        ax.set_xlabel("Labelling rate (%)")
-        ax.set_title(TITLES.get(metric, metric))
+        ax.set_xlabel("labelling rate (%)")
+        ax.set_ylabel(metric_words(metric))
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
+    _legend(fig, *axes[0][0].get_legend_handles_labels(), ncol=min(len(summaries), 7), title=title)
     return fig
 
 
@@ -69,43 +223,67 @@ def plot_rounds(
     panels: Mapping[str, str] | None = None,
 ) -> plt.Figure:
     """Paper 001, Fig. 3: dual-set accuracies after each boosting round t, ±1 std over trials,
-    one line per run label (e.g. with and without model reuse). ``panels`` maps labels to a row
-    title (e.g. ``B=1.05``), giving one row of panels per value as the paper's sub-figures."""
+    one line per run label: solid with model reuse, dotted without (as the paper draws them).
+    ``panels`` maps labels to a row title (e.g. ``B=1.05``), giving one row of panels per value
+    as the paper's sub-figures."""
     rows = list(dict.fromkeys((panels or {}).get(label, "") for label in curves))
-    fig, axes = plt.subplots(
-        len(rows), len(metrics), figsize=(4.2 * len(metrics), 3.0 * len(rows) + 0.4), squeeze=False
-    )
+    fig, axes = _figure(len(rows), len(metrics), 4.2 * len(metrics), 3.0 * len(rows) + 0.9)
     for label, curve in curves.items():
         row = rows.index((panels or {}).get(label, ""))
-        style = "--" if "model_reuse=False" in label else "-"
+        reuse = "model_reuse=False" not in label
+        style = {} if reuse else {"linestyle": ":", "markerfacecolor": "white"}
         for ax, metric in zip(axes[row], metrics, strict=True):
-            ax.errorbar(
+            _curve(
+                ax,
                 curve.index,
                 curve[metric],
-                yerr=curve[f"{metric}_std"],
-                marker="o",
-                markersize=3,
-                capsize=2,
-                linewidth=1,
-                linestyle=style,
-                label=label,
+                curve[f"{metric}_std"],
+                label,
+                int(not reuse),
+                2,
+                0.08,
+                **style,
             )
     for row, name in enumerate(rows):
         for ax, metric in zip(axes[row], metrics, strict=True):
-            ax.set_xlabel("Boosting round t")
-            ax.set_title(" ".join(filter(None, [TITLES.get(metric, metric), name and f"({name})"])))
+            ax.set_xlabel("boosting round t")
+            ax.set_ylabel(metric_words(metric))
+            if name:
+                ax.set_title(name)
             ax.grid(alpha=0.3)
-        axes[row][0].legend(fontsize=7)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()) if title else None)
+    handles = {}
+    for ax in axes[:, 0]:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    _legend(fig, list(handles.values()), list(handles), ncol=min(len(handles), 4), title=title)
     return fig
 
 
-def save_figure(fig: plt.Figure, path) -> None:
-    """Write ``fig`` as a PNG and free it (long sweeps create many figures)."""
-    fig.savefig(path, dpi=120)
+def cd_figure(scores: pd.DataFrame, alpha: float, title: str, higher_is_better: bool = True) -> plt.Figure:
+    """:func:`mlgraph.stats.cd_diagram` with each method in its fixed colour."""
+    from mlgraph import stats
+
+    palette = {m: method_style(m)["color"] for m in scores.columns}
+    return stats.cd_diagram(
+        scores, alpha=alpha, title=title, higher_is_better=higher_is_better, color_palette=palette
+    )
+
+
+FIGURE_FORMATS = ("png", "svg", "pdf")
+PNG_DPI = 200
+
+
+def save_figure(fig: plt.Figure, path, formats: Sequence[str] = FIGURE_FORMATS) -> list[Path]:
+    """Write ``fig`` once per format (``path`` with its suffix replaced: PNG at 200 dpi, SVG and
+    PDF as vector graphics with the text embedded) and free it (sweeps create many figures);
+    return the paths written."""
+    paths = []
+    for fmt in formats:
+        target = Path(path).with_suffix(f".{fmt}")
+        fig.savefig(target, dpi=PNG_DPI if fmt == "png" else "figure", bbox_inches="tight")
+        paths.append(target)
     plt.close(fig)
+    return paths
 
 
 def format_summary(summary: pd.DataFrame, metrics: Sequence[str] = FIG1_METRICS) -> str:
@@ -123,57 +301,22 @@ def format_summary(summary: pd.DataFrame, metrics: Sequence[str] = FIG1_METRICS)
 
 # --- Comparison report: runs read back from MLflow -------------------------------------------
 
-# Paper 000's algorithm numbering (Tables 3, 7, 11, 15) and names; other methods follow.
-PAPER000 = {
-    "mlknn": "MLkNN",
-    "gfhf": "ML-GFHF",
-    "lgc": "ML-LGC",
-    "fsksc": "ML-FSKSC",
-    "sswl": "SSWL",
-    "mlmr": "ML-MR",
-    "mlmrrw": "ML-MRRW",
-}
+PAPER001_CSV = Path(__file__).resolve().parent / "data" / "builtin" / "paper001_tables.csv"
 
 
-# Paper 002's comparing algorithms (Tables 2/3), in its row order.
-PAPER002 = {"ml2": "ML²", "br": "BR", "clr": "CLR", "ecc": "ECC", "rakel": "RAkEL"}
+def paper001_value(dataset: str, metric: str, method: str | None = None, B: float | None = None):
+    """Paper 001's mean of ``metric`` on ``dataset``: Table 2 for ``method``, or Table 3 (DSML,
+    T = 10) for ``B``; None where the paper prints N/A or has no such cell."""
+    table = pd.read_csv(PAPER001_CSV, dtype={"B": str})
+    table = table[(table.dataset == dataset) & (table.metric == metric)]
+    if B is not None:
+        hit = table[(table["table"] == 3) & (pd.to_numeric(table.B).round(2) == round(B, 2))]
+    else:
+        hit = table[(table["table"] == 2) & (table.method == method)]
+    return float(hit["mean"].iloc[0]) if len(hit) else None
 
 
-# Paper 001's Table 2 columns, and its Frequency-Gender rows of Tables 2 and 3 (mean, std).
-PAPER001 = {
-    "dsml": "DSML",
-    "independent": "Ind. Dec.",
-    "cooccurrence": "Co-Occ. Dec.",
-    "stacking": "Label Stacking",
-    "mlrbf": "ML-RBF",
-    "bpmll": "BP-MLL",
-    "ranksvm": "RankSVM",
-}
-FREQ_GENDER_TABLE2 = {  # method: (Accuracy-a, Accuracy-b, Accuracy-all); None = N/A
-    "dsml": ((0.8521, 0.0091), (0.9547, 0.0061), (0.8220, 0.0082)),
-    "independent": ((0.8321, 0.0212), (0.9579, 0.0067), (0.8039, 0.0214)),
-    "cooccurrence": (None, None, (0.8068, 0.0187)),
-    "stacking": ((0.8375, 0.0170), (0.9550, 0.0051), (0.8096, 0.0183)),
-    "mlknn": ((0.5879, 0.0091), (0.6953, 0.0196), (0.4587, 0.0161)),
-    "mlrbf": ((0.7570, 0.0144), (0.9661, 0.0047), (0.7387, 0.0134)),
-    "bpmll": ((0.4004, 0.1464), (0.5014, 0.0271), (0.1704, 0.0847)),
-    "ranksvm": ((0.0326, 0.0135), (0.5382, 0.0643), (0.0127, 0.0116)),
-}
-FREQ_GENDER_TABLE3 = {  # B: (Accuracy-a, Accuracy-b, Accuracy-all) means, T = 10
-    1.00: (0.8413, 0.9541, 0.8131),
-    1.01: (0.8432, 0.9531, 0.8134),
-    1.02: (0.8432, 0.9512, 0.8134),
-    1.03: (0.8413, 0.9554, 0.8119),
-    1.05: (0.8521, 0.9547, 0.8220),
-    1.10: (0.8435, 0.9515, 0.8128),
-    1.15: (0.8473, 0.9557, 0.8172),
-    1.20: (0.8476, 0.9560, 0.8175),
-}
 DUAL_METRICS = ("accuracy_a", "accuracy_b", "accuracy_all")
-
-
-def method_label(name: str) -> str:
-    return PAPER000.get(name) or PAPER002.get(name) or PAPER001.get(name, name)
 
 
 def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
@@ -184,6 +327,7 @@ def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
     if runs.empty or "tags.method" not in runs:
         raise LookupError(f"no finished run in MLflow experiment {experiment!r} at {uri}")
     runs = runs[runs["tags.method"].notna() & runs["tags.dataset"].notna()].copy()
+    runs = with_summary_columns(runs)
     runs["tags.selector"] = runs.get("tags.selector", pd.Series(index=runs.index)).fillna("none")
     fraction = runs["params.selector.fraction"] if "params.selector.fraction" in runs else None
     runs["fraction"] = pd.to_numeric(pd.Series(fraction, index=runs.index), errors="coerce").fillna(1.0)
@@ -199,6 +343,19 @@ def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
     order = {name: i for i, name in enumerate([*PAPER000, *PAPER002, *PAPER001])}
     runs = runs.assign(_order=runs["tags.method"].map(lambda m: order.get(m, len(order))))
     return runs.sort_values(["tags.dataset", "_order", "tags.method"], ignore_index=True)
+
+
+def with_summary_columns(runs: pd.DataFrame) -> pd.DataFrame:
+    """``metrics.<metric>`` and ``metrics.<metric>_std`` for every run: the last step of its
+    ``per_rate/`` series (the only step under halves and cross-validation), or the keys runs
+    logged before the series had a prefix."""
+    from mlgraph.experiment import PER_RATE
+
+    prefix = f"metrics.{PER_RATE}"
+    for column in [c for c in runs if c.startswith(prefix)]:
+        key = "metrics." + column.removeprefix(prefix)
+        runs[key] = runs[column].combine_first(runs[key]) if key in runs else runs[column]
+    return runs
 
 
 def _artifact_table(run_id: str, name: str, **read) -> pd.DataFrame:
@@ -283,7 +440,7 @@ def dataset_report(dataset: str, runs: pd.DataFrame, cfg, out: Path) -> list[str
     for metric, table in tables.items():
         if table.shape[1] > 2 and len(table) > 1:
             save_figure(
-                stats.cd_diagram(table, alpha=cfg.alpha, title=f"{dataset}: {metric}"),
+                cd_figure(table, cfg.alpha, f"{dataset}: {TITLES.get(metric, metric)}"),
                 out / f"cd_{metric}.png",
             )
             section += [f"![CD diagram {metric}]({dataset}/cd_{metric}.png)"]
@@ -291,42 +448,40 @@ def dataset_report(dataset: str, runs: pd.DataFrame, cfg, out: Path) -> list[str
 
 
 FS_METRICS = ("hamming_loss", "micro_f1", "macro_f1")  # paper 004, Figs. 3-6
-TITLES.update(hamming_loss="Hamming loss")
 
 
 def plot_fraction_curves(
     runs: pd.DataFrame, metrics: Sequence[str] = FS_METRICS, title: str = ""
 ) -> plt.Figure:
     """Paper 004, Figs. 3-6: each metric (mean ± std over folds) against the % of features kept,
-    one line per selector, one row of panels per classifier; all features as a horizontal line."""
+    one line per selector in its fixed style, one row of panels per classifier; all features as
+    a black dashed horizontal line."""
     methods = list(dict.fromkeys(runs["tags.method"]))
-    fig, axes = plt.subplots(
-        len(methods), len(metrics), figsize=(4.2 * len(metrics), 3.4 * len(methods)), squeeze=False
-    )
+    fig, axes = _figure(len(methods), len(metrics), 4.2 * len(metrics), 3.2 * len(methods) + 0.7)
     for row, method in zip(axes, methods, strict=True):
         mine = runs[runs["tags.method"] == method]
+        selected = mine[mine["tags.selector"] != "none"]
+        selectors = sorted(selected["tags.selector"].unique(), key=list(STYLES).index)
         for ax, metric in zip(row, metrics, strict=True):
-            for selector, group in mine[mine["tags.selector"] != "none"].groupby("tags.selector"):
-                group = group.sort_values("fraction")
-                ax.errorbar(
+            for i, selector in enumerate(selectors):
+                group = selected[selected["tags.selector"] == selector].sort_values("fraction")
+                _curve(
+                    ax,
                     100 * group["fraction"],
                     group[f"metrics.{metric}"],
-                    yerr=group[f"metrics.{metric}_std"],
-                    marker="o",
-                    markersize=3,
-                    capsize=2,
-                    linewidth=1,
-                    label=selector.upper(),
+                    group[f"metrics.{metric}_std"],
+                    method_label(selector),
+                    i,
+                    len(selectors),
+                    0.8,
                 )
             for value in mine.loc[mine["tags.selector"] == "none", f"metrics.{metric}"]:
-                ax.axhline(value, color="black", linestyle="--", linewidth=1, label="all features")
-            ax.set_xlabel("Features kept (%)")
-            ax.set_title(f"{method_label(method)}: {TITLES.get(metric, metric)}")
+                ax.axhline(value, linewidth=1.2, label=method_label("none"), **method_style("none"))
+            ax.set_xlabel("features kept (%)")
+            ax.set_ylabel(metric_words(metric))
+            ax.set_title(method_label(method))
             ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
+    _legend(fig, *axes[0][0].get_legend_handles_labels(), ncol=5, title=title)
     return fig
 
 
@@ -360,12 +515,6 @@ def fraction_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
 # --- Paper 002, Tables 2/3: one number per (method, dataset), the paper's beside it ----------
 
 TABLE_METRICS = ("hamming_loss", "one_error", "coverage_norm", "ranking_loss", "avg_precision", "macro_auc")
-TITLES.update(
-    one_error="One-error",
-    coverage_norm="Coverage (÷ q)",
-    ranking_loss="Ranking loss",
-    macro_auc="Macro-averaging AUC",
-)
 PAPER002_CSV = Path(__file__).resolve().parent / "data" / "builtin" / "paper002_tables.csv"
 # The CSV uses our dataset names; the paper's where they differ. Data sets we lack keep the paper's.
 PAPER002_NAMES = {
@@ -603,16 +752,15 @@ def dual_set_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
     rows = {}
     for _, run in runs.iterrows():
         cells = {}
-        for j, metric in enumerate(DUAL_METRICS):
+        for metric in DUAL_METRICS:
             mean, std = run[f"metrics.{metric}"], run[f"metrics.{metric}_std"]
             if paper_b and str(run.get("params.method.model_reuse", True)) == "True":
-                ref = FREQ_GENDER_TABLE3.get(round(float(run["params.method.B"]), 2))
-                ref = None if ref is None else (ref[j], None)
+                ref = paper001_value(dataset, metric, B=float(run["params.method.B"]))
             elif run["label"] == method_label(run["tags.method"]):  # the paper's settings only
-                ref = FREQ_GENDER_TABLE2.get(run["tags.method"], (None,) * 3)[j]
+                ref = paper001_value(dataset, metric, method=run["tags.method"])
             else:
                 ref = None
-            paper = "—" if ref is None or dataset != "frequency_gender" else f"{ref[0]:.4f}"
+            paper = "—" if ref is None else f"{ref:.4f}"
             cells[metric] = (mean, f"{mean:.4f} ± {std:.4f} (paper {paper})")
         rows[run["label"]] = cells
     table = pd.DataFrame(

@@ -433,13 +433,15 @@ def cd_diagram(
     ax: Axes | None = None,
     title: str | None = None,
     higher_is_better: bool = True,
+    color_palette: Mapping[str, str] | None = None,
 ) -> Figure:
     """Critical-difference diagram (Demšar 2006, Fig. 1 style) of the Nemenyi test.
 
     Average ranks on the axis, the Nemenyi CD as a bar, and crossbars joining methods that are not
     significantly different (:func:`scikit_posthocs.critical_difference_diagram` on the p-value
     matrix of :func:`nemenyi`).  Draws into ``ax`` if given, else on a new Agg-backed figure that is
-    not registered with pyplot; returns the figure.
+    not registered with pyplot; returns the figure. ``color_palette`` maps each method to its
+    colour (e.g. the report's fixed style per method).
     """
     res = nemenyi(scores, alpha, higher_is_better)
     if ax is None:
@@ -466,6 +468,7 @@ def cd_diagram(
         label_fmt_left="{label} ({rank:.2f})",
         label_fmt_right="({rank:.2f}) {label}",
         text_h_margin=0.02 * max(np.ptp(res["average_ranks"].to_numpy()), 0.5),
+        color_palette=dict(color_palette) if color_palette else None,
     )
     # The CD bar is drawn here rather than by scikit-posthocs (cd=...), which puts it at y = 0.5,
     # on top of the tick labels of the rank axis.

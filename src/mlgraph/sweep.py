@@ -17,12 +17,15 @@ import atexit
 import contextlib
 import datetime
 import hashlib
+import json
 import logging
 import math
 import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +56,7 @@ ENV_PARENT, ENV_SWEEP, ENV_KEYS = "MLGRAPH_PARENT_RUN_ID", "MLGRAPH_SWEEP_ID", "
 ENV_JOBS = "MLGRAPH_SWEEP_JOBS"
 # Launchers (hydra/launcher options) whose jobs share this machine's cores.
 LOCAL_PARALLEL_LAUNCHERS = ("processes", "joblib", "submitit_local")
+ENV_PROGRESS = "MLGRAPH_SWEEP_PROGRESS"  # the folder where each job leaves a note when it ends
 HEADLINE = (
     "avg_precision_overall",
     "accuracy_all_overall",
@@ -61,7 +65,7 @@ HEADLINE = (
     "hamming_loss_overall",
 )
 # Keys never shown in a run name: they are in its prefix, or change nothing that is computed.
-_UNNAMED = {"method", "dataset", "progress", "n_jobs", "resume", "strict", "graph_cache"}
+_UNNAMED = {"method", "dataset", "selector", "progress", "n_jobs", "resume", "strict", "graph_cache"}
 
 
 @dataclass(frozen=True)
@@ -142,13 +146,22 @@ def concurrent_jobs(launcher: DictConfig) -> int | None:
 
 
 def run_name(cfg: DictConfig, job: JobInfo) -> str:
-    """``<method>-<dataset>[-<selector>]`` then ``key=value`` for every varied key (the sweep's
-    swept keys, or a single run's own overrides), the key shortened to its last part."""
+    """What the job varies first, so that a name cut short in a table still tells jobs apart:
+    ``key=value`` for every varied key (the sweep's swept keys, or a single run's own
+    overrides; the key shortened to its last part), then ``<method>-<dataset>[-<selector>]``
+    with the varied ones of those first (``nu2=0.1 mlmrrw-yeast``, ``yeast-mlmrrw`` for a
+    sweep over datasets)."""
     selector = cfg.get("selector", {}).get("name", "none")
-    name = f"{cfg.method.name}-{cfg.dataset.name}" + (f"-{selector}" if selector != "none" else "")
+    groups = {"method": cfg.method.name, "dataset": cfg.dataset.name}
+    if selector != "none":
+        groups["selector"] = selector
     keys = job.varied if job.varied is not None else override_keys(job.overrides, sweeps_only=False)
     keys = [k.lstrip("+~") for k in keys]
-    keys = [k for k in keys if k not in _UNNAMED and not k.startswith(("hydra", "tracking"))]
+    varied_groups = [g for g in groups if g in keys]
+    base = "-".join(groups[g] for g in [*varied_groups, *(g for g in groups if g not in varied_groups)])
+    keys = [
+        k for k in keys if k not in _UNNAMED and k not in groups and not k.startswith(("hydra", "tracking"))
+    ]
     shorts = [k.split(".")[-1].split("/")[-1] for k in keys]
     parts = []
     for key, short in zip(keys, shorts, strict=True):
@@ -158,7 +171,7 @@ def run_name(cfg: DictConfig, job: JobInfo) -> str:
             value = OmegaConf.select(cfg, key.replace("/", "."), default=None)
             value = OmegaConf.to_object(value) if OmegaConf.is_config(value) else value
         parts.append(f"{label}={canonical(value)}")
-    return " ".join([name, *parts])
+    return " ".join([*parts, base])
 
 
 def close_orphaned_sweep() -> None:
@@ -312,6 +325,106 @@ def signal_delay(timeout_min: float, signal_delay_s: int) -> int:
     return most
 
 
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def record_job_end(folder: str | os.PathLike, job_num, status: str, skipped: bool, seconds: float) -> None:
+    """A job's note for the sweep's progress (:class:`SweepProgress`): one small JSON file,
+    written to a temporary name and renamed, so that a reader never sees half of it. Any
+    process may write it: a launcher's worker, a SLURM job on another node."""
+    folder = Path(folder)
+    note = {"job": job_num, "status": status, "skipped": skipped, "seconds": round(seconds, 3)}
+    name = f"{job_num}-{os.getpid()}-{uuid.uuid4().hex[:6]}.json"
+    tmp = folder / f".{name}.tmp"
+    tmp.write_text(json.dumps(note))
+    os.replace(tmp, folder / name)
+
+
+class SweepProgress:
+    """Jobs finished out of the sweep's total and the time left, in the sweep's main process.
+
+    Each job leaves a note in ``folder`` when it ends (:func:`record_job_end`, from the sweep
+    callback's ``on_job_end``); a thread reads new notes every ``every`` seconds, prints one
+    line per change and writes the same to the sweep's parent run (tag ``progress``, metrics
+    ``progress/jobs_done`` and ``progress/seconds_left`` with step = jobs done). The time left is
+    the jobs left times the wall time per job run so far (so it accounts for the jobs running
+    at once); jobs a resumed sweep skipped count as done but not in that rate."""
+
+    def __init__(self, folder: Path, total: int | None, client=None, parent: str | None = None, every=2.0):
+        self.folder, self.total, self.client, self.parent, self.every = folder, total, client, parent, every
+        self.seen: set[str] = set()
+        self.done = self.failed = self.skipped = 0
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="sweep-progress", daemon=True)
+
+    def start(self) -> SweepProgress:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        self.poll()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                self.poll()
+            except Exception as exc:  # progress must never stop a sweep
+                log.debug("sweep progress: %s", exc)
+
+    def seconds_left(self) -> float | None:
+        ran = self.done - self.skipped
+        if not ran or self.total is None:
+            return None
+        return max(0, self.total - self.done) * (time.monotonic() - self.started) / ran
+
+    def line(self) -> str:
+        of = f"/{self.total}" if self.total else ""
+        extra = ", ".join(
+            f"{n} {what}" for n, what in ((self.failed, "failed"), (self.skipped, "skipped")) if n
+        )
+        left = self.seconds_left()
+        return (
+            f"[sweep] {self.done}{of} jobs done"
+            + (f" ({extra})" if extra else "")
+            + f", {_duration(time.monotonic() - self.started)} elapsed"
+            + ("" if left is None else f", about {_duration(left)} left")
+        )
+
+    def poll(self) -> None:
+        """Count the notes not seen yet; report when there were any."""
+        new = sorted(p for p in self.folder.glob("*.json") if p.name not in self.seen)
+        for path in new:
+            try:
+                note = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue  # read again next time
+            self.seen.add(path.name)
+            self.done += 1
+            self.failed += note.get("status") != "COMPLETED"
+            self.skipped += bool(note.get("skipped"))
+        if not new:
+            return
+        text = self.line()
+        print(text, flush=True)
+        if self.client is not None and self.parent is not None:
+            left = self.seconds_left()
+            self.client.set_tag(self.parent, "progress", text.removeprefix("[sweep] "))
+            self.client.log_metric(self.parent, "progress/jobs_done", self.done, step=self.done)
+            if left is not None:
+                self.client.log_metric(self.parent, "progress/seconds_left", left, step=self.done)
+
+
 class SlurmRefused(RuntimeError):
     """SLURM would not accept the sweep's jobs."""
 
@@ -354,6 +467,8 @@ class SweepCallback(Callback):
         self.parent: str | None = None
         self.completed = False
         self.interrupted = False
+        self.progress: SweepProgress | None = None
+        self.job_started = time.monotonic()
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra turns a callback's exception into a warning and runs the sweep anyway: a store
@@ -408,8 +523,12 @@ class SweepCallback(Callback):
                 ENV_SWEEP: sweep_id,
                 ENV_KEYS: run.data.tags.get("swept", ",".join(swept_keys(config))),
                 ENV_JOBS: str(sweep_size(config) or ""),
+                ENV_PROGRESS: str(self.sweep_dir.resolve() / ".progress"),
             }
         )
+        self.progress = SweepProgress(
+            Path(os.environ[ENV_PROGRESS]), sweep_size(config), self.client, self.parent
+        ).start()
         atexit.register(self._close)
         for signum in (signal.SIGTERM, signal.SIGINT):  # the sweep's own process: close, then die
             signal.signal(signum, self._on_signal)
@@ -429,6 +548,28 @@ class SweepCallback(Callback):
         forward_and_wait(signum)  # each job closes its run before the launcher's executor is torn down
         raise Interrupted(signum)
 
+    def __getstate__(self) -> dict:
+        """Launchers send the callbacks to their workers: without the main process's thread."""
+        return {**self.__dict__, "progress": None}
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self.job_started = time.monotonic()
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        """In the job's own process: leave the note that the sweep's progress counts (a job
+        skipped by ``resume=true`` returns None)."""
+        folder = os.environ.get(ENV_PROGRESS)
+        if not folder or not Path(folder).is_dir():
+            return
+        status = getattr(job_return.status, "name", str(job_return.status))
+        skipped = status == "COMPLETED" and job_return.return_value is None
+        try:
+            record_job_end(
+                folder, config.hydra.job.get("num"), status, skipped, time.monotonic() - self.job_started
+            )
+        except OSError as exc:  # the job's result stands without its note
+            log.warning("could not record the job's end for the sweep's progress: %s", exc)
+
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         self.completed = True
         self._close()
@@ -441,7 +582,9 @@ class SweepCallback(Callback):
         if self.parent is None:
             return
         parent, self.parent = self.parent, None
-        for name in (ENV_PARENT, ENV_SWEEP, ENV_KEYS, ENV_JOBS):
+        if self.progress is not None:
+            self.progress.stop()
+        for name in (ENV_PARENT, ENV_SWEEP, ENV_KEYS, ENV_JOBS, ENV_PROGRESS):
             os.environ.pop(name, None)
         status = "KILLED" if self.interrupted else "FAILED"
         try:

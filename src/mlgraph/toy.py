@@ -89,7 +89,8 @@ def toy_experiment(
 
 def plot_toy(result: ToyResult, path=None) -> Figure:
     """Fig. 3: (a) the toy points in feature space, (b) the true and (c) the reconstructed
-    numerical labels, coloured by the logical label vector. Saved to ``path`` when given."""
+    numerical labels, coloured by the logical label vector. Saved to ``path`` when given (PNG,
+    SVG and PDF, see :func:`mlgraph.report.save_figure`)."""
     fig = Figure(figsize=(13.5, 4.2))
     FigureCanvasAgg(fig)
     colour = result.Y @ np.array([1, 2])  # four sign patterns → four colours
@@ -110,7 +111,9 @@ def plot_toy(result: ToyResult, path=None) -> Figure:
     fig.suptitle(f"ML² toy experiment: Pearson correlation per label {r[0]:.3f}, {r[1]:.3f}")
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=120)
+        from mlgraph.report import save_figure
+
+        save_figure(fig, path)
     return fig
 
 
@@ -137,7 +140,7 @@ def run_toy(cfg) -> None:
             metrics=[(f"correlation_label{j + 1}", r, 0) for j, r in enumerate(result.correlation)],
         )
         plot_toy(result, Path(tmp) / "toy_fig3.png")
-        mlflow.log_artifact(str(Path(tmp) / "toy_fig3.png"))
+        mlflow.log_artifacts(tmp)
     logging.getLogger(__name__).info(
         "ML² toy: correlation per label %s (MLflow run %s)", np.round(result.correlation, 4), run.info.run_id
     )

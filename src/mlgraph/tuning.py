@@ -361,9 +361,9 @@ def plot_choices(counts: pd.DataFrame, title: str):
     return fig
 
 
-def log_choices(table: pd.DataFrame, run_dir: Path, title: str) -> tuple[list[str], dict[str, str]]:
-    """Write ``tuned_values.csv`` and ``tuned_values.png`` into ``run_dir``; return their file
-    names and the run's ``tuned.<param>`` tags (``value×count`` over all trials). Nothing for a
+def log_choices(table: pd.DataFrame, run_dir: Path, title: str) -> tuple[list[Path], dict[str, str]]:
+    """Write ``tuned_values.csv`` and the figure ``tuned_values`` (PNG, SVG, PDF) into ``run_dir``;
+    return their paths and the run's ``tuned.<param>`` tags (``value×count`` over all trials). Nothing for a
     run without tuned columns."""
     counts = choice_counts(table)
     if counts.empty:
@@ -371,7 +371,7 @@ def log_choices(table: pd.DataFrame, run_dir: Path, title: str) -> tuple[list[st
     from mlgraph.report import save_figure
 
     counts.to_csv(run_dir / "tuned_values.csv", index=False)
-    save_figure(plot_choices(counts, title), run_dir / "tuned_values.png")
+    figures = save_figure(plot_choices(counts, title), run_dir / "tuned_values.png")
     overall = counts[counts.rate == "all"]
     tags = {
         f"tuned.{param}": " ".join(
@@ -379,7 +379,7 @@ def log_choices(table: pd.DataFrame, run_dir: Path, title: str) -> tuple[list[st
         )[:5000]
         for param, g in overall.groupby("parameter", sort=False)
     }
-    return ["tuned_values.csv", "tuned_values.png"], tags
+    return [run_dir / "tuned_values.csv", *figures], tags
 
 
 def is_result_neutral(key: str, cfg: DictConfig) -> bool:

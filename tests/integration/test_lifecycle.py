@@ -178,7 +178,7 @@ def test_interrupted_sweep_resumes_with_every_job_finished_once(tmp_path):
     assert parent.info.status == "FINISHED" and parent.data.tags["jobs_finished"] == "4"
     table = pd.read_csv(client.download_artifacts(parent.info.run_id, "sweep.csv", str(tmp_path)))
     assert len(table) == 4 and set(table.status) == {"FINISHED"}
-    assert sorted(table.run_name) == sorted(f"mlmrrw-emotions nu2={v}" for v in ("0", "0.1", "0.5", "1"))
+    assert sorted(table.run_name) == sorted(f"nu2={v} mlmrrw-emotions" for v in ("0", "0.1", "0.5", "1"))
     assert parent.data.tags["best_run"] in set(table.run_name)
 
 

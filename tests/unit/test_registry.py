@@ -327,7 +327,13 @@ def test_builtin_datasets_load_and_verify():
         "emotions.arff.gz",
         "emotions.xml",
         "mediamill.xml",
+        "paper000_claims.toml",  # the papers' stated conclusions and tables: mlgraph reproduce
+        "paper001_claims.toml",
+        "paper001_tables.csv",
+        "paper002_claims.toml",
         "paper002_tables.csv",  # paper 002's Tables 2/3, printed beside ours by the report
+        "paper004_claims.toml",
+        "reproduce_notes.toml",
         "scene.arff.gz",
         "scene.xml",
         "yeast.arff.gz",

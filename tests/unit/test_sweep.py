@@ -11,7 +11,16 @@ from omegaconf import OmegaConf
 
 from mlgraph.experiment import AllTrialsFailed, ConfigError, run_experiment
 from mlgraph.runner import Parallelism, resolve_parallelism
-from mlgraph.sweep import ENV_JOBS, JobInfo, concurrent_jobs, run_name, sweep_size, swept_keys
+from mlgraph.sweep import (
+    ENV_JOBS,
+    JobInfo,
+    SweepProgress,
+    concurrent_jobs,
+    record_job_end,
+    run_name,
+    sweep_size,
+    swept_keys,
+)
 from mlgraph.tracking import canonical, config_hash
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -52,14 +61,33 @@ def test_config_hash_ignores_how_a_job_runs_but_not_what_it_computes():
     assert config_hash(_compose("dataset=emotions", "seed=1")) != base
 
 
-def test_run_names_say_what_varies():
+def test_run_names_lead_with_what_varies():
     cfg = _compose("dataset=yeast", "method.nu1=1.0", "method.nu2=0.1")
-    assert run_name(cfg, JobInfo(varied=("method.nu1", "method.nu2"))) == "mlmrrw-yeast nu1=1 nu2=0.1"
+    assert run_name(cfg, JobInfo(varied=("method.nu1", "method.nu2"))) == "nu1=1 nu2=0.1 mlmrrw-yeast"
     single = JobInfo(overrides=("method=mlmrrw", "dataset=yeast", "method.nu2=0.1", "progress=false"))
-    assert run_name(cfg, single) == "mlmrrw-yeast nu2=0.1"
+    assert run_name(cfg, single) == "nu2=0.1 mlmrrw-yeast"
+    assert run_name(cfg, JobInfo(varied=("dataset",))) == "yeast-mlmrrw"  # a sweep over datasets
+    assert run_name(cfg, JobInfo(varied=("method", "dataset"))) == "mlmrrw-yeast"
     cfg = _compose("method=br_knn", "selector=gmba", "dataset=emotions", "selector.fraction=0.3")
     job = JobInfo(varied=("selector", "selector.fraction"), choices={"selector": "gmba"})
-    assert run_name(cfg, job) == "br_knn-emotions-gmba selector=gmba fraction=0.3"
+    assert run_name(cfg, job) == "fraction=0.3 gmba-br_knn-emotions"
+
+
+def test_sweep_progress_counts_job_notes_and_estimates_the_time_left(tmp_path, capsys):
+    progress = SweepProgress(tmp_path, total=4, every=3600)
+    progress.started -= 30  # the sweep began 30 s ago
+    record_job_end(tmp_path, 0, "COMPLETED", skipped=True, seconds=0.1)
+    progress.poll()
+    assert progress.seconds_left() is None  # a skipped job says nothing about the time per job
+    record_job_end(tmp_path, 1, "COMPLETED", skipped=False, seconds=20)
+    record_job_end(tmp_path, 2, "FAILED", skipped=False, seconds=5)
+    progress.poll()
+    assert (progress.done, progress.failed, progress.skipped) == (3, 1, 1)
+    assert progress.seconds_left() == pytest.approx(1 * 30 / 2, abs=1)
+    progress.poll()  # nothing new: no second count, no new line
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("[sweep] 3/4 jobs done (1 failed, 1 skipped), 30 s elapsed, about 15 s left")
+    assert len(lines) == 2 and progress.done == 3
 
 
 def test_swept_keys_come_from_the_command_line_and_the_preset():
@@ -148,7 +176,7 @@ def test_strict_fails_the_run_on_any_failed_trial(tmp_path):
 def test_degenerate_labels_are_counted_and_explained(tmp_path):
     run_experiment(_job(tmp_path, "protocol.rates=[0.5]", "protocol.test_size=0.005"))  # 3 test rows
     (run,) = _runs(tmp_path)
-    assert run.data.metrics["n_degenerate_labels"] >= 1
+    assert run.data.metrics["run/n_degenerate_labels"] >= 1
     assert "no positive or no negative" in run.data.tags["notes"]
 
 

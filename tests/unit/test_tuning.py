@@ -204,7 +204,9 @@ def test_choices_are_counted_per_rate_and_logged(tmp_path):
     overall = counts[counts.rate == "all"].set_index("value")["count"].to_dict()
     assert overall == {"10": 3, "5": 1} and set(counts.parameter) == {"k"}
     files, tags = log_choices(table, tmp_path, "t")
-    assert files == ["tuned_values.csv", "tuned_values.png"] and tags == {"tuned.k": "10×3 5×1"}
+    assert [f.name for f in files] == [
+        f"tuned_values.{x}" for x in ("csv", "png", "svg", "pdf")
+    ] and tags == {"tuned.k": "10×3 5×1"}
     assert (tmp_path / "tuned_values.png").stat().st_size > 1000
     assert log_choices(table.drop(columns=["tuned_k", "tuned_fallback"]), tmp_path, "t") == ([], {})
 
