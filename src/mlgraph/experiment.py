@@ -29,7 +29,7 @@ from sklearn.pipeline import Pipeline
 from mlgraph.data import load_dataset
 from mlgraph.data.dual_set import DualSetDataset
 from mlgraph.data.splits import SPLIT_KEYS, load_fixed_split
-from mlgraph.graphs import KINDS, WEIGHTS
+from mlgraph.graphs import KINDS, SEARCHES, WEIGHTS
 from mlgraph.methods.base import check_params, nonneg, positive, positive_int
 from mlgraph.methods.dual_set import DualSetEstimator, DualSetFromMultiLabel
 from mlgraph.metrics import DUAL_SET_METRICS, METRICS
@@ -180,6 +180,8 @@ def _metric_rows(summary: pd.DataFrame, table: pd.DataFrame, metrics: list[str])
         yield "n_trials_with_degenerate_labels", int(ok["n_degenerate_labels"].gt(0).sum()), 0
     for column in (c for c in ok.columns if c.startswith("solver_")):  # how far an approximation is
         yield f"{column}_max", ok[column].max(), 0
+    for column in (c for c in ok.columns if c.startswith("graph_")):  # e.g. an approximate search's recall
+        yield f"{column}_min", ok[column].min(), 0
     if len(ok):
         yield "fit_seconds_mean", ok["fit_seconds"].mean(), 0
 
@@ -273,6 +275,7 @@ _RUN_KEYS = {
     "graph.b": (_optional(positive_int), "null or a positive integer (the degree of every node)"),
     "graph.eps": (_optional(positive), "null or a positive number"),
     "graph.weights": (_one_of(*WEIGHTS), " or ".join(WEIGHTS)),
+    "graph.search": (_one_of(*SEARCHES), " or ".join(SEARCHES)),
 }
 
 

@@ -114,13 +114,14 @@ def _transduce(model, X, Y, trial: Trial):
 
 
 def _solver_report(model) -> dict:
-    """The numeric part of an estimator's ``solver_report_`` (e.g. the residual of an
-    approximate solver), as ``solver_<key>`` columns of the trial's row."""
+    """The numeric parts of an estimator's ``solver_report_`` (e.g. the residual of an
+    approximate solver) and ``graph_report_`` (e.g. the recall of an approximate neighbour
+    search), as ``solver_<key>`` and ``graph_<key>`` columns of the trial's row."""
     final = model.steps[-1][1] if hasattr(model, "steps") else model
-    report = getattr(final, "solver_report_", None) or {}
     return {
-        f"solver_{k}": float(v)
-        for k, v in report.items()
+        f"{prefix}_{k}": float(v)
+        for prefix in ("solver", "graph")
+        for k, v in (getattr(final, f"{prefix}_report_", None) or {}).items()
         if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
     }
 

@@ -95,7 +95,15 @@ from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
 
-from mlgraph.graphs import KINDS, WEIGHTS, gaussian_kernel, laplacian, median_sigma, squared_distances
+from mlgraph.graphs import (
+    KINDS,
+    SEARCHES,
+    WEIGHTS,
+    gaussian_kernel,
+    laplacian,
+    median_sigma,
+    squared_distances,
+)
 from mlgraph.graphs.kernels import blas_threads, exp_scaled, matmul, row_blocks
 from mlgraph.graphs.sparsify import check_k, graph_from_pairs, unique_pairs
 from mlgraph.methods.base import (
@@ -116,6 +124,10 @@ LANDMARKS = ("kmeans", "random")
 _KMEANS_ITER = 5
 # Elements of one block of the test kernel in decision_function (bounds its memory).
 _KERNEL_BLOCK = 1 << 24
+# Largest K_nm (training rows × landmarks) the Nyström solver stores in float64; a larger one is
+# stored in float32 (half the memory: 4 GB for a million rows and 1,000 landmarks), its products
+# accumulated in float64.
+_NYSTROM_FLOAT64_ELEMENTS = 1 << 28
 # Rows per sparse-times-dense product while assembling (bounds the temporaries).
 _ASSEMBLY_ROWS = 64
 # Rows of Eq. 19 whose residual solver_report_ records.
@@ -269,6 +281,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
             f"one of {LANDMARKS} (k-means centres or random training points)",
         ),
         "precision": (lambda v: v in PRECISIONS, f"one of {PRECISIONS} (factorisation of the exact solver)"),
+        "search": (lambda v: v in SEARCHES, f"one of {SEARCHES} (the kNN graph's neighbour search)"),
     }
 
     def __init__(
@@ -288,6 +301,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         n_landmarks=1000,
         precision="mixed",
         landmarks="kmeans",
+        search="exact",
     ):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
@@ -304,6 +318,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         self.n_landmarks = n_landmarks
         self.precision = precision
         self.landmarks = landmarks
+        self.search = search
 
     def _reliance_weights(self, labelled: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -319,24 +334,26 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         target = np.where(labelled[:, None], 2.0 * Y - 1.0, 0.0)  # ±1 / 0 rows
         lam = l * self.gamma_A
         fit = self._fit_exact if self.solver == "exact" else self._fit_nystrom
-        theta, kernel_rows, rows, M = fit(Xs, labelled, xi, target, lam)
+        theta, cols, kernel_theta, rows, M = fit(Xs, labelled, xi, target, lam)
         # Eq. 19's residual on sampled rows: (M K Ξ Θ)_J = M_J (K Ξ Θ)_{cols of M_J}.
-        residual = M[rows][:, kernel_rows[0]] @ matmul(kernel_rows[1], xi[:, None] * theta)
-        residual += lam * theta[rows] - target[rows]
+        residual = M[rows][:, cols] @ kernel_theta + lam * theta[rows] - target[rows]
         self.solver_report_["residual"] = float(np.abs(residual).max())
         self.n_labelled_ = l
         return self
 
     def _graph(self, Xs: np.ndarray, sqdist: np.ndarray | None) -> sp.csr_matrix:
-        """σ (Eq. 5, median heuristic × sigma_scale) and the weight matrix W (Eq. 6–10). Without
-        ``sqdist`` (Nyström) a kNN graph comes from scikit-learn's neighbour search (trees where
-        they help, no n×n matrix; exact ties may go to other indices than the exact path's)."""
+        """σ (Eq. 5, median heuristic × sigma_scale) and the weight matrix W (Eq. 6–10), with
+        the graph's diagnostics in ``graph_report_`` (the recall of an approximate search).
+        Without ``sqdist`` (Nyström) an exact kNN graph comes from scikit-learn's neighbour
+        search (trees where they help, no n×n matrix; exact ties may go to other indices than
+        the exact path's)."""
         if self.sigma is None:
             base_sigma = median_sigma(Xs, random_state=self.random_state, sqdist=sqdist)
         else:
             base_sigma = self.sigma
         self.sigma_ = float(base_sigma) * self.sigma_scale
-        if sqdist is None and self.graph == "knn":
+        self.graph_report_ = {}
+        if sqdist is None and self.graph == "knn" and self.search == "exact":
             k = check_k(self.k, Xs.shape[0])
             nearest = (
                 NearestNeighbors(n_neighbors=k, n_jobs=blas_threads())
@@ -346,7 +363,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
             pairs = unique_pairs(Xs.shape[0], np.repeat(np.arange(Xs.shape[0]), k), nearest.ravel())
             self.graph_ = graph_from_pairs(Xs, self.sigma_, *pairs).weights(self.weights)
             return self.graph_
-        self.graph_ = cached_graph(
+        self.graph_, self.graph_report_ = cached_graph(
             self.memory,
             Xs,
             kind=self.graph,
@@ -357,6 +374,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
             b=self.b,
             random_state=self.random_state,
             sqdist=sqdist,
+            search=self.search,
         )
         return self.graph_
 
@@ -376,7 +394,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         M, rows = self._system_rows(self._graph(Xs, K), labelled)
         exp_scaled(K, -0.5 / self.sigma_**2)  # Eq. 5, in place
         cols = np.unique(M[rows].indices)
-        kernel_rows = (cols, K[cols])  # for the residual
+        kernel_rows = K[cols]  # for the residual
         symmetric = self.gamma_I > 0 and np.ptp(xi) == 0 and _every_component_labelled(self.graph_, labelled)
         base = _kernel_times_m(K, M) if symmetric else K  # K M over K's buffer, or K
         del K
@@ -419,6 +437,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         theta = M @ x if symmetric else x
         self.X_fit_ = Xs
         self.dual_coef_ = xi[:, None] * theta  # Ξ Θ*
+        kernel_theta = matmul(kernel_rows, self.dual_coef_)
         self.solver_report_ = {
             "solver": "exact",
             "factorisation": "cholesky" if symmetric else "lu",
@@ -428,10 +447,12 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
             "rank": len(Xs),
             "kernel_trace_error": 0.0,
         }
-        return theta, kernel_rows, rows, M
+        return theta, cols, kernel_theta, rows, M
 
     def _fit_nystrom(self, Xs, labelled, xi, target, lam):
-        """Eq. 19–20 with the Nyström kernel K̃ = Φ Φᵀ, by the Woodbury identity (module notes)."""
+        """Eq. 19–20 with the Nyström kernel K̃ = Φ Φᵀ, by the Woodbury identity (module notes).
+        K_nm is stored in float64, or in float32 beyond ``_NYSTROM_FLOAT64_ELEMENTS`` entries,
+        and read by row blocks; every product over it is accumulated in float64."""
         n = Xs.shape[0]
         M, rows = self._system_rows(self._graph(Xs, None), labelled)
         rng = np.random.default_rng(self.random_state)
@@ -439,34 +460,48 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
             P = Xs[np.sort(rng.choice(n, min(n, self.n_landmarks), replace=False))]
         else:
             P = _kmeans_landmarks(Xs, self.n_landmarks, self.random_state)
+        m = len(P)
         evals, evecs = scipy.linalg.eigh(gaussian_kernel(P, sigma=self.sigma_))
         keep = evals > 1e-10 * evals[-1]
         T = evecs[:, keep] / np.sqrt(evals[keep])  # Φ = K_nm T
-        C = np.empty((n, len(P)))  # K_nm
-        step = max(1, _KERNEL_BLOCK // len(P))
-        for start in range(0, n, step):
-            C[start : start + step] = gaussian_kernel(Xs[start : start + step], P, sigma=self.sigma_)
-        G = np.zeros((len(P), len(P)))  # K_mn Ξ M K_nm, by row blocks
-        for start in range(0, n, step):
-            block = slice(start, start + step)
-            G += C[block].T @ (xi[block, None] * (M[block] @ C))
+        dtype = np.float64 if n * m <= _NYSTROM_FLOAT64_ELEMENTS else np.float32
+        C = np.empty((n, m), dtype)  # K_nm
+        step = max(1, _KERNEL_BLOCK // m)
+        blocks = [slice(start, start + step) for start in range(0, n, step)]
+        for block in blocks:
+            C[block] = gaussian_kernel(Xs[block], P, sigma=self.sigma_)
+        M_c = M.astype(dtype)
+        G = np.zeros((m, m))  # K_mn Ξ M K_nm, by row blocks
+        R = np.zeros((m, target.shape[1]))  # K_mn Ξ Y
+        for block in blocks:
+            C_block = C[block].astype(np.float64, copy=False)
+            G += C_block.T @ (xi[block, None] * (M_c[block] @ C))
+            R += C_block.T @ (xi[block, None] * target[block])
         S = T.T @ G @ T  # Φᵀ Ξ M Φ
         S.flat[:: S.shape[0] + 1] += lam  # + λ I
-        Z = scipy.linalg.solve(S, T.T @ (C.T @ (xi[:, None] * target)), check_finite=False)  # Φᵀ Ξ Θ
+        Z = scipy.linalg.solve(S, T.T @ R, check_finite=False)  # Φᵀ Ξ Θ
         self.X_fit_ = P
         self.dual_coef_ = T @ Z  # F̃ = K_em T Z (Eq. 20)
-        theta = (target - M @ (C @ self.dual_coef_)) / lam  # Θ over all n points
-        cols = np.unique(M[rows].indices)
-        kernel_rows = (cols, gaussian_kernel(Xs[cols], Xs, sigma=self.sigma_))  # exact K, for the residual
+        fitted = np.empty_like(target)  # K̃ Ξ Θ = K_nm T Z
+        for block in blocks:
+            fitted[block] = C[block].astype(np.float64, copy=False) @ self.dual_coef_
+        theta = (target - M @ fitted) / lam  # Θ over all n points
         sample = rng.choice(n, min(n, 1000), replace=False)  # tr(K̃)/tr(K), K_ii = 1
-        trace = np.einsum("ij,ij->", C[sample] @ T, C[sample] @ T) / len(sample)
+        features = C[sample].astype(np.float64) @ T
+        trace = np.einsum("ij,ij->", features, features) / len(sample)
+        del C
+        cols = np.unique(M[rows].indices)
+        kernel_theta = np.zeros((len(cols), target.shape[1]))  # exact K Ξ Θ, for the residual
+        weighted = xi[:, None] * theta
+        for block in blocks:
+            kernel_theta += gaussian_kernel(Xs[cols], Xs[block], sigma=self.sigma_) @ weighted[block]
         self.solver_report_ = {
             "solver": "nystrom",
-            "n_landmarks": len(P),
+            "n_landmarks": m,
             "rank": int(keep.sum()),
             "kernel_trace_error": float(1.0 - trace),
         }
-        return theta, kernel_rows, rows, M
+        return theta, cols, kernel_theta, rows, M
 
     def decision_function(self, X) -> np.ndarray:
         """Real-valued label scores F̃ = K_e Ξ Θ* (Eq. 20), with the test kernel built in blocks
@@ -519,6 +554,7 @@ class MLMRRW(_ManifoldRegularization):
         n_landmarks=1000,
         precision="mixed",
         landmarks="kmeans",
+        search="exact",
         nu1=1.0,
         nu2=0.1,
     ):
@@ -538,6 +574,7 @@ class MLMRRW(_ManifoldRegularization):
             n_landmarks=n_landmarks,
             precision=precision,
             landmarks=landmarks,
+            search=search,
         )
         self.nu1 = nu1
         self.nu2 = nu2

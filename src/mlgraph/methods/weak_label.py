@@ -121,6 +121,7 @@ from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
 
+from mlgraph.graphs import SEARCHES
 from mlgraph.graphs.kernels import on_one_blas_thread
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
@@ -411,7 +412,8 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     max_iter, tol : at most ``max_iter`` BCD sweeps; stop when the relative objective
         decrease of a sweep is below ``tol``.
     label_similarity : "free" (SSWL.m) or "symmetric" (L constrained symmetric; ours).
-    random_state, memory : passed to the graph builder / joblib cache.
+    random_state, memory, search : passed to the graph builder / graph cache (``search``:
+        "exact" or "approximate" neighbours of the instance graph).
 
     Fitted attributes: ``coef_`` (W, (n_features + 1) × m, bias last), ``coef_star_`` (W*),
     ``label_similarity_`` (L), ``graph_`` (row-normalised S), ``sigma_``, ``objective_``
@@ -427,6 +429,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         "max_iter": (positive_int, "a positive integer"),
         "tol": (nonneg, "a non-negative number"),
         "label_similarity": (lambda v: v in LABEL_SIMILARITY, f"one of {LABEL_SIMILARITY}"),
+        "search": (lambda v: v in SEARCHES, f"one of {SEARCHES} (the instance graph's neighbour search)"),
     }
 
     def __init__(
@@ -441,6 +444,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         label_similarity="free",
         random_state=0,
         memory=None,
+        search="exact",
     ):
         self.alpha = alpha
         self.beta = beta
@@ -452,6 +456,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         self.label_similarity = label_similarity
         self.random_state = random_state
         self.memory = memory
+        self.search = search
 
     def _problem(self, X, Y) -> _SSWLProblem:
         """Validate, standardise, build the graph and the masks (sets the preprocessing
@@ -466,7 +471,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         self.mean_, self.scale_ = standardisation(X)
         Xs = (X - self.mean_) / self.scale_
         self.sigma_ = knn_mean_sigma(Xs, self.k) if self.sigma is None else float(self.sigma)
-        W = cached_graph(
+        W, self.graph_report_ = cached_graph(
             self.memory,
             Xs,
             kind="knn",
@@ -474,6 +479,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
             weights="heat",
             k=self.k,
             random_state=self.random_state,
+            search=self.search,
         )
         self.graph_ = row_normalise(W)
         self.active_ = np.isfinite(self.scale_)  # constant features drop out
