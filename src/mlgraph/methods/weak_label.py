@@ -117,6 +117,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
+from scipy.linalg.blas import strsv
 from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
@@ -275,18 +276,25 @@ class _SSWLProblem:
         definite to float32 precision (then the dense float64 solve decides)."""
         E, C, CT, K = self._parts[key]
         m, r = self.m, self.r
+        # LAPACK reads one triangle: only the blocks H_jk, k ≥ j, of the symmetric H are formed
+        # (row by row, each in cache), the others are left unset and never read.
+        H = np.empty((m, r, m, r), np.float32)
         if self.alpha > 0:
             L32 = L.astype(np.float32)
-            H = (L32 @ L32.T)[:, None, :, None] * E  # (LLᵀ⊗J)∘E
-            tmp = np.multiply(L32.T[:, None, :, None], C)  # (Lᵀ⊗J)∘C
-            H -= tmp
-            H -= np.multiply(L32[:, None, :, None], CT, out=tmp)  # its transpose
-            H *= np.float32(self.alpha)
+            LLt, alpha = L32 @ L32.T, np.float32(self.alpha)
+            for j in range(m):
+                row = H[j, :, j:, :]
+                np.multiply(LLt[j, None, j:, None], E[j, :, j:, :], out=row)  # (LLᵀ⊗J)∘E
+                row -= L32.T[j, None, j:, None] * C[j, :, j:, :]  # (Lᵀ⊗J)∘C
+                row -= L32[j, None, j:, None] * CT[j, :, j:, :]  # its transpose
+                row *= alpha
         else:
-            H = np.zeros((m, r, m, r), np.float32)
+            for j in range(m):
+                H[j, :, j:, :] = 0.0
         j = np.arange(m)
         H[j, :, j, :] += K
-        # H.T is the Fortran view of the symmetric H: LAPACK factors it in place.
+        # H.T is the Fortran view of H: LAPACK factors it in place from its lower triangle,
+        # the blocks k ≥ j of H.
         c, info = scipy.linalg.lapack.spotrf(H.reshape(m * r, m * r).T, lower=1, overwrite_a=1, clean=0)
         if info != 0:
             return None
@@ -299,8 +307,9 @@ class _SSWLProblem:
         Returns (V, converged); at most ``maxiter`` iterations."""
         m, r = self.m, self.r
 
-        def prec(R):
-            z = scipy.linalg.lapack.spotrs(c, R.T.reshape(-1, 1).astype(np.float32), lower=1)[0]
+        def prec(R):  # two triangular solves: LAPACK's spotrs with one column took 8× longer
+            z = strsv(c, R.T.reshape(-1).astype(np.float32), lower=1)
+            z = strsv(c, z, lower=1, trans=1, overwrite_x=1)
             return z.reshape(m, r).T.astype(np.float64)
 
         bound = CG_TOL * np.linalg.norm(b)
