@@ -31,10 +31,10 @@ Solvers (parameter ``solver``):
   factorises in float64. The fit holds at most 1.5 n×n float64 matrices with ``"mixed"`` (2 with
   ``"double"``): the squared distances (one matrix serves σ, the graph and, exponentiated in
   place, K) and the system.
-  The system is assembled as its transpose Aᵀ = Ξ K M + λI (M is symmetric) in C order, panel by
-  panel (a panel of Aᵀ reads only the same rows of K; in float32 arithmetic for the float32
-  factorisation, :func:`_eq19_transposed`), and is then A in Fortran order, which
-  LAPACK factorises in place (``overwrite_a``). The dense products after the training distances,
+  The system A is assembled in C order by column panels (a panel of A reads only the same
+  columns of K, pieces of its rows; in float32 arithmetic for the float32 factorisation,
+  :func:`_eq19`), and is then Aᵀ in Fortran order, which LAPACK factorises in place
+  (``overwrite_a``); the transposed triangular solves then solve A x = b. The dense products after the training distances,
   and those of the scores, go through scipy's BLAS, the library of the factorisation
   (:func:`mlgraph.graphs.kernels.matmul`).
 - ``"nystrom"`` is an **approximation** that scales linearly in n: K is replaced by its Nyström
@@ -104,7 +104,7 @@ from mlgraph.graphs import (
     median_sigma,
     squared_distances,
 )
-from mlgraph.graphs.kernels import blas_threads, exp_scaled, matmul, row_blocks
+from mlgraph.graphs.kernels import blas_threads, buffer, exp_scaled, matmul, row_blocks
 from mlgraph.graphs.sparsify import check_k, graph_from_pairs, unique_pairs
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
@@ -150,31 +150,38 @@ def _by_panels(n: int, fn) -> None:
     row_blocks(-(-n // _ASSEMBLY_ROWS), run, n * _ASSEMBLY_ROWS)
 
 
-def _eq19_transposed(
-    K: np.ndarray, M: sp.csr_matrix, xi: np.ndarray, lam: float, dtype=np.float64
+def _eq19(
+    K: np.ndarray, M: sp.csr_matrix, xi: np.ndarray, lam: float, dtype=np.float64, scale: float | None = None
 ) -> tuple[np.ndarray, float]:
-    """Aᵀ = Ξ K M + λI, the transpose of Eq. 19's system A = M K Ξ + λI (M is symmetric), in C
-    order and ``dtype``; and ‖A‖∞ (its largest row sum, for the refinement's stopping rule).
-    Row panel J of Aᵀ is ξ_J (M K_Jᵀ)ᵀ, which reads only rows J of K (a row panel of A would
-    gather the rows of K of every neighbour: ten times the memory traffic). The products run in
-    ``dtype``: for the float32 system of the mixed-precision solve that halves the memory
-    traffic and doubles the SIMD width, with rounding differences (about 1e-6 relative on
-    tmc2007-500) far below the float32 LU's own backward error; the refinement against the
-    float64 K gives the same solution."""
+    """Eq. 19's system A = M K Ξ + λI in C order and ``dtype`` (so ``A.T`` is Aᵀ in Fortran
+    order, which LAPACK factorises in place), and ‖A‖∞ (its largest row sum, for the
+    refinement's stopping rule). Column panel J of A is ξ_J (M K_{:,J}): it reads K_{:,J}, a
+    contiguous piece of each row of K, and writes A_{:,J}, a contiguous piece of each row of A
+    (a row panel would gather the rows of K of every neighbour: ten times the memory traffic).
+    The products run in ``dtype``: for the float32 system of the mixed-precision solve that
+    halves the memory traffic and doubles the SIMD width, with rounding differences (about 1e-6
+    relative on tmc2007-500) far below the float32 LU's own backward error; the refinement
+    against the float64 K gives the same solution. With ``scale``, K holds squared distances
+    and each panel becomes the kernel exp(scale · K) (Eq. 5) as it is read, in place: one pass
+    over K less. A float32 system is written into the buffer ``"system"`` (:func:`buffer`)."""
     n = K.shape[0]
-    At = np.empty(K.shape, dtype=dtype)
+    A = buffer("system", K.shape, dtype) if dtype == np.float32 else np.empty(K.shape, dtype=dtype)
     M, xi = M.astype(dtype), xi.astype(dtype)
-    col_sums = np.zeros((-(-n // _ASSEMBLY_ROWS), n))  # one row per panel
+    row_sums = np.zeros((-(-n // _ASSEMBLY_ROWS), n))  # one row per panel
 
-    def assemble(rows: slice) -> None:
-        part = (M @ np.ascontiguousarray(K[rows].T, dtype=dtype)).T
-        part *= xi[rows, None]
-        np.abs(part).sum(axis=0, dtype=np.float64, out=col_sums[rows.start // _ASSEMBLY_ROWS])
-        At[rows] = part
+    def assemble(cols: slice) -> None:
+        panel = K[:, cols]
+        if scale is not None:
+            panel *= scale
+            np.exp(panel, out=panel)
+        part = M @ np.ascontiguousarray(panel, dtype=dtype)
+        part *= xi[cols]
+        np.abs(part).sum(axis=1, dtype=np.float64, out=row_sums[cols.start // _ASSEMBLY_ROWS])
+        A[:, cols] = part
 
     _by_panels(n, assemble)
-    At.flat[:: n + 1] += lam
-    return At, float(col_sums.sum(axis=0).max()) + lam
+    A.flat[:: n + 1] += lam
+    return A, float(row_sums.sum(axis=0).max()) + lam
 
 
 def _kernel_times_m(K: np.ndarray, M: sp.csr_matrix) -> np.ndarray:
@@ -192,7 +199,7 @@ def _symmetric_matrix(
 ) -> tuple[np.ndarray, float]:
     """S = ν M K M + λ M, the symmetric form of Eq. 19 for Ξ = νI, from U = K M, in ``dtype``:
     row panel J of S = ν Uᵀ M + λM is ν (M U_{:,J})ᵀ + λ M_J, products in ``dtype``
-    (as in :func:`_eq19_transposed`); and ‖S‖∞."""
+    (as in :func:`_eq19`); and ‖S‖∞."""
     n = U.shape[0]
     S = np.empty(U.shape, dtype=dtype)
     M, row_sums = M.astype(dtype), np.empty(n)
@@ -390,15 +397,18 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         """Eq. 19 by one factorisation of the n×n system (see the module notes): Cholesky of
         the symmetric form when Ξ = νI and M is positive definite, LU otherwise; in single
         precision refined to double (:func:`_refined_solve`), else in double precision."""
-        K = squared_distances(Xs)  # one distance matrix serves σ, the graph and the kernel
+        n = Xs.shape[0]
+        # one n×n buffer: the squared distances serve σ and the graph, then become K (Eq. 5)
+        K = squared_distances(Xs, out=buffer("kernel", (n, n), np.float64))
         M, rows = self._system_rows(self._graph(Xs, K), labelled)
-        exp_scaled(K, -0.5 / self.sigma_**2)  # Eq. 5, in place
+        scale = -0.5 / self.sigma_**2
         cols = np.unique(M[rows].indices)
-        kernel_rows = K[cols]  # for the residual
         symmetric = self.gamma_I > 0 and np.ptp(xi) == 0 and _every_component_labelled(self.graph_, labelled)
-        base = _kernel_times_m(K, M) if symmetric else K  # K M over K's buffer, or K
-        del K
         if symmetric:  # (ν M K M + λ M) β = Y, Θ = M β
+            exp_scaled(K, scale)
+            kernel_rows = K[cols]  # for the residual
+            base = _kernel_times_m(K, M)  # K M over K's buffer
+            del K
 
             def build(dtype):
                 return _symmetric_matrix(base, M, xi[0], lam, dtype)
@@ -412,19 +422,26 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
             def solve(factor, b):
                 return scipy.linalg.cho_solve(factor, b, check_finite=False)
         else:
+            base, kernel_rows = K, None
+            del K
 
-            def build(dtype):
-                return _eq19_transposed(base, M, xi, lam, dtype)
+            def build(dtype):  # the first assembly turns the distances into K as it reads them
+                nonlocal kernel_rows
+                system = _eq19(base, M, xi, lam, dtype, scale if kernel_rows is None else None)
+                if kernel_rows is None:
+                    kernel_rows = base[cols]  # for the residual
+                return system
 
             def apply(theta):
                 return M @ matmul(base, xi[:, None] * theta) + lam * theta
 
-            # Aᵀ in C order is A in Fortran order: LAPACK factorises it in place.
-            def factorise(At):
-                return scipy.linalg.lu_factor(At.T, overwrite_a=True, check_finite=False)
+            # A in C order is Aᵀ in Fortran order: LAPACK factorises Aᵀ in place, and its
+            # transposed solves (getrs 'T', also the faster ones) solve A x = b.
+            def factorise(A):
+                return scipy.linalg.lu_factor(A.T, overwrite_a=True, check_finite=False)
 
             def solve(factor, b):
-                return scipy.linalg.lu_solve(factor, b, check_finite=False)
+                return scipy.linalg.lu_solve(factor, b, trans=1, check_finite=False)
 
         x, steps = (
             _refined_solve(build, factorise, solve, apply, target) if self.precision == "mixed" else (None, 0)
