@@ -18,7 +18,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import mlflow
 import pandas as pd
 from hydra.errors import CompactHydraException
 from hydra.utils import call, get_method, instantiate
@@ -194,6 +193,8 @@ def _log_artifacts(
     summary.to_csv(run_dir / "summary.csv")
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     names = ["trials.csv", "summary.csv", "config.yaml"]
+    import mlflow
+
     if summary["n_ok"].sum() and len(summary) > 1:  # a curve needs several labelling rates
         fig = plot_metrics_vs_rate({cfg.method.name: summary}, FIG1_METRICS, title=title)
         save_figure(fig, run_dir / "metrics_vs_rate.png")
@@ -386,6 +387,8 @@ class Checkpoint:
             self.flush()
 
     def flush(self) -> None:
+        import mlflow
+
         if len(self.rows) == self.saved:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -398,6 +401,8 @@ class Checkpoint:
 
 def finished_trials(run_id: str) -> pd.DataFrame:
     """The successful trials an interrupted run saved (none if it saved nothing)."""
+    import mlflow
+
     with tempfile.TemporaryDirectory(prefix="mlgraph-resume-") as tmp:
         try:
             path = mlflow.MlflowClient().download_artifacts(run_id, Checkpoint.NAME, tmp)
@@ -409,6 +414,8 @@ def finished_trials(run_id: str) -> pd.DataFrame:
 
 def find_previous(experiment_id: str, chash: str):
     """The latest FINISHED run with config hash ``chash``, else the latest unfinished one."""
+    import mlflow
+
     runs = mlflow.MlflowClient().search_runs(
         [experiment_id],
         f"tags.config_hash = '{chash}'",
@@ -424,6 +431,8 @@ def _record_config_error(
 ) -> None:
     """A sweep job whose config is invalid still appears in the sweep, as a FAILED run with
     its params (as far as they resolve) and the error."""
+    import mlflow
+
     client = mlflow.MlflowClient()
     tags = {**job.tags(), "error": str(exc)[:5000]}
     if job.parent_run_id:
@@ -443,25 +452,29 @@ def run_experiment(
 ) -> pd.DataFrame | None:
     """Run every trial of ``cfg`` and track them as one MLflow run; return the summary table.
 
-    Config, data and store are checked first (:class:`ConfigError`, no run opened, except that
-    a sweep job records its failure). With ``resume=true`` a job whose config hash already has
-    a FINISHED run is skipped (returns None), and an interrupted one is reopened and runs only
-    the trials it had not finished. A failing trial is logged as failed and the others go on;
-    if all fail (or any, with ``strict=true``) the run is FAILED and :class:`AllTrialsFailed`
-    is raised. SIGTERM/SIGINT end the run KILLED with its finished trials saved.
+    Config and data are checked first (:class:`ConfigError`, no run opened, except that a sweep
+    job records its failure); the store is opened and the run created while the first trials
+    run (a store that cannot be opened stops them). With ``resume=true`` the store is read first:
+    a job whose config hash already has a FINISHED run is skipped (returns None), and an
+    interrupted one is reopened and runs only the trials it had not finished. A failing trial is
+    logged as failed and the others go on; if all fail (or any, with ``strict=true``) the run is
+    FAILED and :class:`AllTrialsFailed` is raised. SIGTERM/SIGINT end the run KILLED with its
+    finished trials saved.
     """
     job = job or JobInfo()
-    experiment_id = setup_from_config(cfg.tracking)
     name = run_name(cfg, job)
     try:
         plan = prepare(cfg, in_parallel_launcher, launcher_jobs)
     except ConfigError as exc:
         if job.sweep_id:
-            _record_config_error(cfg, experiment_id, name, job, exc)
+            _record_config_error(cfg, setup_from_config(cfg.tracking), name, job, exc)
         raise
     chash = config_hash(cfg)
     requeued = os.environ.get("SLURM_RESTART_COUNT", "0") not in ("", "0")  # SLURM runs it again
-    previous = find_previous(experiment_id, chash) if cfg.get("resume", False) or requeued else None
+    experiment_id = previous = None
+    if cfg.get("resume", False) or requeued:
+        experiment_id = setup_from_config(cfg.tracking)
+        previous = find_previous(experiment_id, chash)
     if previous is not None and previous.info.status == "FINISHED":
         log.info(
             "%s: skipped, run %s (%s) is FINISHED with the same resolved config (config_hash %s, "
@@ -483,53 +496,71 @@ def _tracked(
     plan: Plan,
     name: str,
     job: JobInfo,
-    experiment_id: str,
+    experiment_id: str | None,
     chash: str,
     previous,
     done: pd.DataFrame,
     out: Path,
 ) -> pd.DataFrame:
+    """The trials and their MLflow run, which :func:`open_run` opens (the store too, unless
+    ``experiment_id`` is known) once the trials are running; rows finished before are kept
+    and checkpointed then."""
+    import mlflow
+
     spent = {"logging": 0.0, "trials": 0.0}  # tracking overhead, reported by `make bench`
     data, parallelism = plan.data, plan.parallelism
     # the tags that identify the job go in with the run, so that even a run killed at once is
     # found and reopened by a resume
     identity = {**job.tags(), "config_hash": chash}
-    started = (
-        dict(run_id=previous.info.run_id)
-        if previous is not None
-        else dict(experiment_id=experiment_id, run_name=name, parent_run_id=job.parent_run_id, tags=identity)
-    )
-    with deferred() as pending:  # a run exists only once it is ours to close
-        active = mlflow.start_run(**started)
-        run_id = active.info.run_id
-        checkpoint = Checkpoint(run_id, out, float(cfg.tracking.get("checkpoint_seconds", 30)), done)
-    with active:
+    run: dict = {}  # run_id and checkpoint, once the run exists
+    early: list[dict] = []  # rows finished before
+
+    def open_run() -> None:
+        started = time.perf_counter()
+        experiment = experiment_id or setup_from_config(cfg.tracking)
+        opened = (
+            dict(run_id=previous.info.run_id)
+            if previous is not None
+            else dict(experiment_id=experiment, run_name=name, parent_run_id=job.parent_run_id, tags=identity)
+        )
+        with deferred() as pending:  # a run exists only once it is ours to close
+            active = stack.enter_context(mlflow.start_run(**opened))
+            run["id"] = active.info.run_id
+            run["checkpoint"] = Checkpoint(
+                run["id"], out, float(cfg.tracking.get("checkpoint_seconds", 30)), done
+            )
+        raise_pending(pending)
+        tags = {
+            **provenance_tags(),
+            **identity,
+            "method": cfg.method.name,
+            "dataset": cfg.dataset.name,
+            "selector": cfg.get("selector", {}).get("name", "none"),
+            "n_jobs": parallelism.n_jobs,
+            "blas_threads": parallelism.blas_threads,
+            "dataset_sha256": data.sha256,
+            "dataset_source": data.source,
+            "dataset_shape": f"{data.n_samples}x{data.n_features}x{getattr(data, 'n_labels', data.Y.shape[1])}",
+        }
+        if previous is not None:
+            tags["resumed_trials"] = str(len(done))
+            log.info(
+                "%s: resuming run %s, %d of %d trials already done",
+                name,
+                run["id"],
+                len(done),
+                len(plan.trials),
+            )
+        log_batch(run["id"], params=None if previous is not None else config_params(cfg), tags=tags)
+        for row in early:
+            run["checkpoint"].add(row)
+        spent["logging"] += time.perf_counter() - started
+
+    def add_row(row: dict) -> None:
+        (run["checkpoint"].add if "checkpoint" in run else early.append)(row)
+
+    with contextlib.ExitStack() as stack:
         try:
-            raise_pending(pending)
-            with _timed(spent, "logging"):
-                tags = {
-                    **provenance_tags(),
-                    **identity,
-                    "method": cfg.method.name,
-                    "dataset": cfg.dataset.name,
-                    "selector": cfg.get("selector", {}).get("name", "none"),
-                    "n_jobs": parallelism.n_jobs,
-                    "blas_threads": parallelism.blas_threads,
-                    "dataset_sha256": data.sha256,
-                    "dataset_source": data.source,
-                    "dataset_shape": f"{data.n_samples}x{data.n_features}x"
-                    f"{getattr(data, 'n_labels', data.Y.shape[1])}",
-                }
-                if previous is not None:
-                    tags["resumed_trials"] = str(len(done))
-                    log.info(
-                        "%s: resuming run %s, %d of %d trials already done",
-                        name,
-                        run_id,
-                        len(done),
-                        len(plan.trials),
-                    )
-                log_batch(run_id, params=None if previous is not None else config_params(cfg), tags=tags)
             with _timed(spent, "trials"):
                 table = run_trials(
                     plan.estimator,
@@ -542,30 +573,36 @@ def _tracked(
                     description=name,
                     evaluation=plan.evaluation,
                     done=done,
-                    on_row=checkpoint.add,
+                    on_row=add_row,
+                    on_start=open_run,
                 )
-            _finish(cfg, plan, table, name, job, run_id, out, spent)
+            spent["trials"] -= spent["logging"]  # the run was opened while they ran
+            _finish(cfg, plan, table, name, job, run["id"], out, spent)
         except (Interrupted, SystemExit) as exc:  # submitit exits after requeueing a pre-empted job
+            if "checkpoint" not in run:  # no run yet: nothing to close
+                raise
             why = (
                 exc.name if isinstance(exc, Interrupted) else "requeued by SLURM (pre-emption or time limit)"
             )
             with deferred():
                 stop_workers()
-                checkpoint.flush()
+                run["checkpoint"].flush()
                 mlflow.set_tag("interrupted", why)
                 mlflow.end_run("KILLED")
             log.warning(
                 "%s: %s; run %s KILLED with %d finished trials saved (resume with resume=true)",
                 name,
                 why,
-                run_id,
-                len(checkpoint.rows),
+                run["id"],
+                len(run["checkpoint"].rows),
             )
             raise
         except BaseException as exc:
+            if "checkpoint" not in run:
+                raise
             with deferred():
                 stop_workers()
-                checkpoint.flush()
+                run["checkpoint"].flush()
                 mlflow.set_tag("error", f"{type(exc).__name__}: {exc}"[:5000])
                 mlflow.end_run("FAILED")
             raise
@@ -577,6 +614,8 @@ def _finish(
 ) -> None:
     """Log the run's metrics, tables and figures, say what is degenerate, and fail the run when
     every trial failed, or any with ``strict=true``."""
+    import mlflow
+
     metrics = plan.metrics
     for metric in metrics:  # a metric column exists even if every trial failed
         table[metric] = table.get(metric, float("nan"))

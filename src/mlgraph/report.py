@@ -9,15 +9,14 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")  # figures are files and MLflow artifacts, never windows
-import matplotlib.pyplot as plt  # noqa: E402
-import mlflow  # noqa: E402
-import pandas as pd  # noqa: E402
+from mlgraph.metrics import METRICS
 
-from mlgraph.metrics import METRICS  # noqa: E402
+if TYPE_CHECKING:
+    import matplotlib.pyplot as plt
 
 TITLES = {
     "avg_precision": "Average precision",
@@ -31,6 +30,17 @@ FIG1_METRICS = ("avg_precision", "micro_f1", "macro_f1")
 log = logging.getLogger(__name__)
 
 
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend (figures are files and MLflow artifacts, never
+    windows), imported when the first figure is drawn: a run imports it after its trials."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def plot_metrics_vs_rate(
     summaries: Mapping[str, pd.DataFrame], metrics: Sequence[str] = FIG1_METRICS, title: str = ""
 ) -> plt.Figure:
@@ -39,6 +49,7 @@ def plot_metrics_vs_rate(
 
     ``summaries`` maps a method label to the output of :func:`mlgraph.runner.summarise`.
     """
+    plt = _pyplot()
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
     for ax, metric in zip(axes[0], metrics, strict=True):
         for label, summary in summaries.items():
@@ -71,6 +82,7 @@ def plot_rounds(
     """Paper 001, Fig. 3: dual-set accuracies after each boosting round t, ±1 std over trials,
     one line per run label (e.g. with and without model reuse). ``panels`` maps labels to a row
     title (e.g. ``B=1.05``), giving one row of panels per value as the paper's sub-figures."""
+    plt = _pyplot()
     rows = list(dict.fromkeys((panels or {}).get(label, "") for label in curves))
     fig, axes = plt.subplots(
         len(rows), len(metrics), figsize=(4.2 * len(metrics), 3.0 * len(rows) + 0.4), squeeze=False
@@ -104,6 +116,7 @@ def plot_rounds(
 
 def save_figure(fig: plt.Figure, path) -> None:
     """Write ``fig`` as a PNG and free it (long sweeps create many figures)."""
+    plt = _pyplot()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
@@ -179,6 +192,8 @@ def method_label(name: str) -> str:
 def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
     """The latest FINISHED run of each (dataset, method, selector, fraction) of ``experiment``
     (report runs excluded)."""
+    import mlflow
+
     mlflow.set_tracking_uri(uri)
     runs = mlflow.search_runs(experiment_names=[experiment], filter_string="attributes.status = 'FINISHED'")
     if runs.empty or "tags.method" not in runs:
@@ -202,6 +217,8 @@ def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
 
 
 def _artifact_table(run_id: str, name: str, **read) -> pd.DataFrame:
+    import mlflow
+
     return pd.read_csv(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=name), **read)
 
 
@@ -293,6 +310,7 @@ def plot_fraction_curves(
 ) -> plt.Figure:
     """Paper 004, Figs. 3-6: each metric (mean ± std over folds) against the % of features kept,
     one line per selector, one row of panels per classifier; all features as a horizontal line."""
+    plt = _pyplot()
     methods = list(dict.fromkeys(runs["tags.method"]))
     fig, axes = plt.subplots(
         len(methods), len(metrics), figsize=(4.2 * len(metrics), 3.4 * len(methods)), squeeze=False
@@ -676,6 +694,8 @@ def build_report(cfg) -> Path:
             else:
                 sections += dataset_report(dataset, group, cfg.report, out / dataset)
     (out / "report.md").write_text("\n".join(sections))
+    import mlflow
+
     with mlflow.start_run(experiment_id=experiment_id, run_name="report") as run:
         log_batch(
             run.info.run_id,

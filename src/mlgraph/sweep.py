@@ -23,10 +23,9 @@ import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import joblib
-import mlflow
 import pandas as pd
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
@@ -35,6 +34,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from mlgraph.signals import Interrupted, forward_and_wait, process_gone
 from mlgraph.tracking import TrackingUnavailable, canonical, setup_from_config
+
+if TYPE_CHECKING:
+    import mlflow
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +155,8 @@ def close_orphaned_sweep() -> None:
     SIGKILL, so it could not close the parent run), mark the parent KILLED, not RUNNING."""
     import multiprocessing
 
+    import mlflow
+
     parent_run, launcher = os.environ.get(ENV_PARENT), multiprocessing.parent_process()
     if not parent_run or launcher is None or not process_gone(launcher.pid, wait_seconds=3.0):
         return
@@ -164,6 +168,8 @@ def close_orphaned_sweep() -> None:
 
 def sweep_table(client: mlflow.MlflowClient, experiment_id: str, parent_id: str) -> pd.DataFrame:
     """One row per job of the sweep (the latest run of each config), headline metrics included."""
+    import mlflow
+
     runs = client.search_runs(
         [experiment_id],
         f"tags.`mlflow.parentRunId` = '{parent_id}'",
@@ -260,6 +266,8 @@ class SweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra turns a callback's exception into a warning and runs the sweep anyway: a store
         # or a scheduler that refuses must stop it here, before any job, in one paragraph.
+        import mlflow
+
         try:
             check_slurm(config.hydra.launcher)  # first: it leaves nothing behind
             experiment_id = setup_from_config(config.tracking)

@@ -30,9 +30,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import mlflow
 from hydra.errors import CompactHydraException
-from mlflow.entities import Metric, Param, RunTag
 from omegaconf import DictConfig, OmegaConf
 
 # `tracking.uri` in conf/ resolves `outputs/` to an absolute path (SQLite needs one).
@@ -134,6 +132,8 @@ def _store_template() -> Path | None:
     is migrated) when the cache folder cannot be written."""
     import sqlite3
 
+    import mlflow
+
     from mlgraph.data.registry import cache_dir
 
     template = cache_dir() / f"mlflow-{mlflow.__version__}-store.db"
@@ -186,6 +186,8 @@ def setup_experiment(uri: str, experiment: str, artifact_location: str | None = 
     :func:`store_lock`, and a race with another process creating the same experiment on a
     server is resolved by reading it back.
     """
+    import mlflow
+
     check_reachable(uri)
     mlflow.set_tracking_uri(uri)
     try:
@@ -303,6 +305,9 @@ def log_batch(
     tags: Mapping[str, str] | None = None,
 ) -> None:
     """Log ``(key, value, step)`` metrics, params and tags in as few requests as MLflow allows."""
+    import mlflow
+    from mlflow.entities import Metric, Param, RunTag
+
     client = mlflow.MlflowClient()
     stamp = int(time.time() * 1000)
     metric_objs = [Metric(key, float(value), stamp, int(step)) for key, value, step in metrics]
