@@ -104,7 +104,7 @@ from mlgraph.graphs import (
     median_sigma,
     squared_distances,
 )
-from mlgraph.graphs.kernels import blas_threads, buffer, exp_scaled, matmul, row_blocks
+from mlgraph.graphs.kernels import blas_threads, buffer, exp_scaled, matmul, one_blas_thread, row_blocks
 from mlgraph.graphs.sparsify import check_k, graph_from_pairs, unique_pairs
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
@@ -257,8 +257,12 @@ def _kmeans_landmarks(Xs: np.ndarray, m: int, random_state) -> np.ndarray:
     of one Lloyd iteration) moved by ``_KMEANS_ITER`` Lloyd iterations. On tmc2007-500
     (8,000 rows, 1,000 centres) scikit-learn's default seeding, which tries 2 + ln m candidates
     per centre, cost 1.5 s more for the same average precision, and 10 or 20 iterations gave the
-    same as 5; seeds drawn uniformly were as cheap but can leave a cluster without a centre."""
-    seeds, _ = kmeans_plusplus(Xs, m, n_local_trials=1, random_state=random_state)
+    same as 5; seeds drawn uniformly were as cheap but can leave a cluster without a centre.
+    The seeding's m small products (one row against all) run on one BLAS thread: two threads
+    synchronise at every one of them (16,000 rows, 1,000 centres: 0.6 s on one thread, up to 20 s
+    on two of a busy 2-core machine)."""
+    with one_blas_thread():
+        seeds, _ = kmeans_plusplus(Xs, m, n_local_trials=1, random_state=random_state)
     return KMeans(m, init=seeds, n_init=1, max_iter=_KMEANS_ITER).fit(Xs).cluster_centers_
 
 
@@ -478,7 +482,8 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         else:
             P = _kmeans_landmarks(Xs, self.n_landmarks, self.random_state)
         m = len(P)
-        evals, evecs = scipy.linalg.eigh(gaussian_kernel(P, sigma=self.sigma_))
+        with one_blas_thread():  # m = 1,000: two threads gain little and stall on a busy machine
+            evals, evecs = scipy.linalg.eigh(gaussian_kernel(P, sigma=self.sigma_))
         keep = evals > 1e-10 * evals[-1]
         T = evecs[:, keep] / np.sqrt(evals[keep])  # Φ = K_nm T
         dtype = np.float64 if n * m <= _NYSTROM_FLOAT64_ELEMENTS else np.float32
@@ -490,9 +495,17 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         M_c = M.astype(dtype)
         G = np.zeros((m, m))  # K_mn Ξ M K_nm, by row blocks
         R = np.zeros((m, target.shape[1]))  # K_mn Ξ Y
+        MC = np.empty((step, m), dtype)  # (M K_nm) of a block, its rows in threads
         for block in blocks:
+            rows_of = M_c[block]
+            MC_block = MC[: rows_of.shape[0]]
+
+            def product(part: slice, rows_of=rows_of, MC_block=MC_block, C=C) -> None:
+                MC_block[part] = rows_of[part] @ C
+
+            row_blocks(rows_of.shape[0], product, m)
             C_block = C[block].astype(np.float64, copy=False)
-            G += C_block.T @ (xi[block, None] * (M_c[block] @ C))
+            G += C_block.T @ (xi[block, None] * MC_block)
             R += C_block.T @ (xi[block, None] * target[block])
         S = T.T @ G @ T  # Φᵀ Ξ M Φ
         S.flat[:: S.shape[0] + 1] += lam  # + λ I
