@@ -101,3 +101,23 @@ def test_graph_based_estimators_search_approximately_and_report_the_recall(estim
     np.testing.assert_allclose(
         approximate.decision_function(X), exact.decision_function(X), rtol=1e-9, atol=1e-12
     )
+
+
+def test_the_recall_reaches_the_trials_table_and_the_run_metrics():
+    """runner rows take ``graph_report_`` as graph_<key> columns; a run logs their minimum."""
+    from mlgraph.experiment import _metric_rows
+    from mlgraph.protocols import labelling_rate_trials
+    from mlgraph.runner import Parallelism, run_trials, summarise
+
+    X = _clusters(120, d=2, seed=5)
+    Y = (X @ np.array([[1.0, -1.0], [0.5, 2.0]]) > 0).astype(np.int8)
+    trials = labelling_rate_trials(len(X), rates=[0.5], repeats=2, seed=0)
+    table = run_trials(
+        MLGFHF(search="approximate", k=5), X, Y, trials, ["avg_precision"], Parallelism(1, 1), False
+    )
+    assert (table.graph_knn_recall == 1.0).all()
+    logged = {
+        key: value
+        for key, value, _ in _metric_rows(summarise(table, ["avg_precision"]), table, ["avg_precision"])
+    }
+    assert logged["graph_knn_recall_min"] == 1.0
