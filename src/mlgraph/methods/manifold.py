@@ -28,14 +28,19 @@ Solvers (parameter ``solver``):
   shrinking before the residual passes dsgesv's backward-error test (cond ≳ 1/ε₃₂, e.g.
   γ_A ≤ 1e-9 with a wide σ), the system is factorised again in float64
   (``solver_report_["precision"]`` says which was used). ``precision="double"`` always
-  factorises in float64. The fit holds at most 1.5 n×n float64 matrices with ``"mixed"`` (2 with
-  ``"double"``): the squared distances (one matrix serves σ, the graph and, exponentiated in
-  place, K) and the system.
+  factorises in float64. The fit holds two n×n matrices, 1.5 n×n float64 with ``"mixed"`` (2 with
+  ``"double"``): the squared distances (one buffer serves σ and the graph and becomes K in
+  place) and the system; with the graph search's row blocks and the O(n) arrays its peak
+  (tracemalloc) is 1.63 n×n at n = 8,000, 1.74 at 4,000 and 2.04 at 1,611 with ``"mixed"``
+  (2.12, 2.23, 2.30 with ``"double"``). The scores add blocks of at most 2²⁴ test-kernel entries.
   The system A is assembled in C order by column panels (a panel of A reads only the same
   columns of K, pieces of its rows; in float32 arithmetic for the float32 factorisation,
   :func:`_eq19`), and is then Aᵀ in Fortran order, which LAPACK factorises in place
-  (``overwrite_a``); the transposed triangular solves then solve A x = b. The dense products after the training distances,
-  and those of the scores, go through scipy's BLAS, the library of the factorisation
+  (``overwrite_a``); the transposed triangular solves then solve A x = b. The kernel's exp is
+  applied to each panel as the first assembly reads it, and within
+  :func:`mlgraph.graphs.kernels.kept_buffers` (a job's trials) both n×n buffers serve the next
+  fit of the same n. The dense products after the training distances, and those of the
+  scores, go through scipy's BLAS, the library of the factorisation
   (:func:`mlgraph.graphs.kernels.matmul`).
 - ``"nystrom"`` is an **approximation** that scales linearly in n: K is replaced by its Nyström
   approximation K̃ = Φ Φᵀ from ``n_landmarks`` landmark points (Φ = K_nm U Λ^-½ from the
@@ -49,9 +54,13 @@ Solvers (parameter ``solver``):
   Eq. 19 with K̃ is then solved exactly by the Woodbury identity: with
   S = λI + Φᵀ Ξ M Φ (r×r, r ≤ m), Φᵀ Ξ Θ = S⁻¹ Φᵀ Ξ Y and F̃ = Φ_e S⁻¹ Φᵀ Ξ Y. Φ is never
   formed: Φᵀ Ξ M Φ = Tᵀ (K_mn Ξ M K_nm) T with T = U Λ^-½, accumulated over row blocks of K_nm.
-  The fit costs O(n m (d + m)) time and one n×m matrix of memory, plus the graph's neighbour
-  search (scikit-learn's ``NearestNeighbors`` for kNN: trees in low dimension, otherwise brute
-  force in chunks, never an n×n matrix); a prediction needs the kernel to the m landmarks only.
+  The fit costs O(n m (d + m)) time and one n×m matrix of memory (K_nm, stored in float32 above
+  2²⁸ entries: 4 GB for a million rows and 1,000 landmarks, its products accumulated in
+  float64), plus the graph's neighbour search: with ``search="exact"`` scikit-learn's
+  ``NearestNeighbors`` (trees in low dimension, otherwise brute force in chunks: no n×n matrix
+  but n² time), with ``search="approximate"`` an HNSW search (:mod:`mlgraph.graphs.search`,
+  about n log n, its recall in ``graph_report_``), which keeps the whole fit about linear in n
+  to a million rows. A prediction needs the kernel to the m landmarks only.
   With every training point a landmark (``n_landmarks ≥ n``, either rule) and K of full
   numerical rank it is the exact solution.
 
