@@ -32,6 +32,10 @@ CSC, minimum-degree ordering of the symmetric pattern), one factorisation for al
 iteration count, no dense inverse, no dense n×n matrix (σ comes from a subsample, the kNN graph
 from row blocks).
 
+Neighbour search: ``search="approximate"`` builds the kNN graph from an HNSW search
+(:mod:`mlgraph.graphs.search`, about n log n instead of n²) and records its recall in
+``graph_report_`` (``{}`` for the exact search).
+
 Components: the connected components of the graph are found with
 ``scipy.sparse.csgraph.connected_components`` on the edges of positive weight. The systems are
 solved only on the components that hold a labelled node (for GFHF the restricted D_uu − W_uu is

@@ -426,7 +426,8 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
 
     Fitted attributes: ``coef_`` (W, (n_features + 1) × m, bias last), ``coef_star_`` (W*),
     ``label_similarity_`` (L), ``graph_`` (row-normalised S), ``sigma_``, ``objective_``
-    (after 0, 1, … sweeps), ``n_iter_``, ``mean_``, ``scale_``, ``n_features_in_``.
+    (after 0, 1, … sweeps), ``n_iter_``, ``mean_``, ``scale_``, ``n_features_in_``,
+    ``graph_report_`` (the recall of an approximate neighbour search; ``{}`` for the exact one).
     """
 
     _rules = {
