@@ -33,7 +33,14 @@ from mlgraph.methods.base import check_params, nonneg, positive, positive_int
 from mlgraph.methods.dual_set import DualSetEstimator, DualSetFromMultiLabel
 from mlgraph.metrics import DUAL_SET_METRICS, METRICS
 from mlgraph.protocols import protocol_inputs, uses_fixed_split
-from mlgraph.report import FIG1_METRICS, format_summary, plot_metrics_vs_rate, plot_rounds, save_figure
+from mlgraph.report import (
+    FIG1_METRICS,
+    format_summary,
+    plot_metrics_vs_rate,
+    plot_rounds,
+    pyplot,
+    save_figure,
+)
 from mlgraph.runner import Parallelism, resolve_parallelism, run_trials, summarise
 from mlgraph.selection import Standardise
 from mlgraph.signals import (
@@ -554,6 +561,8 @@ def _tracked(
         log_batch(run["id"], params=None if previous is not None else config_params(cfg), tags=tags)
         for row in early:
             run["checkpoint"].add(row)
+        if len({t.rate for t in plan.trials}) > 1:  # the run's figure: import its library now
+            pyplot()
         spent["logging"] += time.perf_counter() - started
 
     def add_row(row: dict) -> None:

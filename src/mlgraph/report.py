@@ -30,7 +30,7 @@ FIG1_METRICS = ("avg_precision", "micro_f1", "macro_f1")
 log = logging.getLogger(__name__)
 
 
-def _pyplot():
+def pyplot():
     """matplotlib's pyplot on the Agg backend (figures are files and MLflow artifacts, never
     windows), imported when the first figure is drawn: a run imports it after its trials."""
     import matplotlib
@@ -49,7 +49,7 @@ def plot_metrics_vs_rate(
 
     ``summaries`` maps a method label to the output of :func:`mlgraph.runner.summarise`.
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
     for ax, metric in zip(axes[0], metrics, strict=True):
         for label, summary in summaries.items():
@@ -82,7 +82,7 @@ def plot_rounds(
     """Paper 001, Fig. 3: dual-set accuracies after each boosting round t, ±1 std over trials,
     one line per run label (e.g. with and without model reuse). ``panels`` maps labels to a row
     title (e.g. ``B=1.05``), giving one row of panels per value as the paper's sub-figures."""
-    plt = _pyplot()
+    plt = pyplot()
     rows = list(dict.fromkeys((panels or {}).get(label, "") for label in curves))
     fig, axes = plt.subplots(
         len(rows), len(metrics), figsize=(4.2 * len(metrics), 3.0 * len(rows) + 0.4), squeeze=False
@@ -116,7 +116,7 @@ def plot_rounds(
 
 def save_figure(fig: plt.Figure, path) -> None:
     """Write ``fig`` as a PNG and free it (long sweeps create many figures)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
@@ -310,7 +310,7 @@ def plot_fraction_curves(
 ) -> plt.Figure:
     """Paper 004, Figs. 3-6: each metric (mean ± std over folds) against the % of features kept,
     one line per selector, one row of panels per classifier; all features as a horizontal line."""
-    plt = _pyplot()
+    plt = pyplot()
     methods = list(dict.fromkeys(runs["tags.method"]))
     fig, axes = plt.subplots(
         len(methods), len(metrics), figsize=(4.2 * len(metrics), 3.4 * len(methods)), squeeze=False
