@@ -269,8 +269,11 @@ def median_sigma(
     if sqdist is None:
         sigma = float(np.median(pdist(X[rows]))) if X.shape[1] < 128 else _median_pdist(X[rows])
     else:
-        sub = np.asarray(sqdist)[np.ix_(rows, rows)]
-        sigma = float(np.median(np.sqrt(sub[np.triu_indices(len(rows), 1)])))
+        # the median of the square roots is the square root of the middle squared values (sqrt is
+        # monotone), averaged as np.median averages: the same number, one sqrt per middle value
+        squared = np.asarray(sqdist)[np.ix_(rows, rows)][_upper_pairs(len(rows))]
+        middle = [(squared.shape[0] - 1) // 2, squared.shape[0] // 2]
+        sigma = float(np.median(np.sqrt(np.partition(squared, middle)[middle])))
     if sigma <= 0.0:
         raise ValueError("median pairwise distance is 0 (mostly duplicate rows); pass sigma explicitly")
     return sigma
