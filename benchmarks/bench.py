@@ -77,52 +77,6 @@ def _mlmrrw_problems():
         yield ("tmc2007-500", {}, *_split(dense(tmc.X), tmc.Y, n, n // 2))
 
 
-def _previous_sqdist(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
-    """PREVIOUS squared distances (before the speed work of commit cbb9823): one A @ B.T (a tall syrk for B = A, which
-    crashes OpenBLAS 0.3.31 from ~18,500 rows) and an n×n temporary for the norms."""
-    same = B is None
-    B = A if same else B
-    sq_a = np.einsum("ij,ij->i", A, A)
-    sq_b = sq_a if same else np.einsum("ij,ij->i", B, B)
-    G = A @ B.T
-    G *= -2.0
-    G += sq_a[:, None] + sq_b[None, :]
-    np.maximum(G, 0.0, out=G)
-    if same:
-        np.fill_diagonal(G, 0.0)
-    return G
-
-
-def _previous_mlmrrw_scores(
-    X_train, Y_train, X_test, gamma_A=1e-2, gamma_I=1.0, sigma_scale=1.0, nu1=1.0, nu2=0.1, k=10
-) -> np.ndarray:
-    """PREVIOUS ML-MRRW fit + decision_function (the implementation of commit cbb9823), kept only
-    here as the benchmark's reference: separate K Ξ, L K Ξ and system copies, single-threaded
-    kernel passes, ``scipy.linalg.solve`` (which copies a C-ordered matrix twice) and one e×n
-    test kernel. Same graph and σ code as the current estimator."""
-    from mlgraph.graphs import build_graph, laplacian, median_sigma
-    from mlgraph.methods.base import standardisation
-
-    mean, scale = standardisation(X_train)
-    Xs = (X_train - mean) / scale
-    sqdist = _previous_sqdist(Xs)
-    sigma = median_sigma(Xs, random_state=0, sqdist=sqdist) * sigma_scale
-    W = build_graph(Xs, kind="knn", sigma=sigma, weights="distance", k=k, sqdist=sqdist)
-    labelled = (Y_train != -1).all(axis=1)
-    n, l = Xs.shape[0], int(labelled.sum())
-    K = np.exp(sqdist * (-0.5 / sigma**2), out=sqdist)
-    xi = np.where(labelled, nu1, nu2)
-    K *= xi
-    A = ((l * gamma_I / n**2) * laplacian(W)) @ K
-    np.add(A, K, out=A, where=labelled[:, None])
-    A.flat[:: n + 1] += l * gamma_A
-    target = np.where(labelled[:, None], 2.0 * Y_train - 1.0, 0.0)
-    theta = scipy.linalg.solve(A, target, overwrite_a=True, check_finite=False)
-    Ke = _previous_sqdist((X_test - mean) / scale, Xs)
-    Ke *= -1.0 / (2.0 * sigma**2)
-    return np.exp(Ke, out=Ke) @ (xi[:, None] * theta)
-
-
 def _interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, tuple[float, float]]:
     """Run the functions in turn, ``repeats`` rounds: per function the best wall time and the
     CPU use over all rounds (process CPU time ÷ wall time ÷ BLAS threads). Each call starts
@@ -140,84 +94,261 @@ def _interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str
     return {name: (min(wall[name]), cpu[name] / sum(wall[name]) / _MLMRRW_THREADS) for name in fns}
 
 
-def bench_mlmrrw_vs_lu() -> list[tuple]:
+def _bare_lu(n: int, q: int, dtype) -> tuple[Callable[[], None], Callable[[], object]]:
+    """(prepare, run): the bare floor of an n×n solve with q right-hand sides in ``dtype``:
+    ``prepare`` copies a well-conditioned matrix into a Fortran-ordered buffer (untimed),
+    ``run`` factorises it in place (``lu_factor(overwrite_a=True)``) and solves (``lu_solve``)."""
+    rng = np.random.default_rng(0)
+    A = (rng.normal(size=(n, n)) + n * np.eye(n)).astype(dtype)
+    B = rng.normal(size=(n, q)).astype(dtype)
+    held = {}
+
+    def prepare() -> None:
+        held.pop("A", None)
+        held["A"] = np.asfortranarray(A)
+
+    def run():
+        factor = scipy.linalg.lu_factor(held["A"], overwrite_a=True, check_finite=False)
+        return scipy.linalg.lu_solve(factor, B, check_finite=False)
+
+    return prepare, run
+
+
+class _Stages:
+    """Wall time of each stage of one ML-MRRW fit + scores: the module functions the exact
+    solver calls, wrapped for the duration (:meth:`timed`)."""
+
+    NAMES = {
+        "distances": "training distances (Gram product, norms, mirror)",
+        "graph": "σ and the kNN graph",
+        "system_rows": "M = Ψ + (lγ_I/n²) L",
+        "assembly": "the float32 system, the kernel's exp fused",
+        "factorise": "float32 LU",
+        "solves": "the refinement's triangular solves",
+        "products": "the refinement's products with K",
+        "scores": "scores: test kernel and product",
+    }
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(self.NAMES, 0.0)
+        self.scoring = False  # the scores' own product is part of "scores"
+
+    def _wrap(self, stage: str, fn: Callable) -> Callable:
+        def timed(*args, **kwargs):
+            if stage == "products" and self.scoring:
+                return fn(*args, **kwargs)
+            self.scoring |= stage == "scores"
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[stage] += time.perf_counter() - start
+                self.scoring &= stage != "scores"
+
+        return timed
+
+    @contextlib.contextmanager
+    def timed(self):
+        from unittest import mock
+
+        import mlgraph.methods.manifold as manifold
+
+        cls = manifold._ManifoldRegularization
+        with contextlib.ExitStack() as stack:
+            for stage, owner, name in (
+                ("distances", manifold, "squared_distances"),
+                ("graph", cls, "_graph"),
+                ("system_rows", cls, "_system_rows"),
+                ("assembly", manifold, "_eq19"),
+                ("factorise", scipy.linalg, "lu_factor"),
+                ("solves", scipy.linalg, "lu_solve"),
+                ("products", manifold, "matmul"),
+                ("scores", cls, "decision_function"),
+            ):
+                stack.enter_context(mock.patch.object(owner, name, self._wrap(stage, getattr(owner, name))))
+            yield self
+
+
+def _stage_bounds(model, X_train, X_test, steps: int) -> dict[str, float]:
+    """Each stage's floor on this machine, at the same threads: the Gram products alone for the
+    distances and the scores (numpy's ``X Xᵀ`` and ``X_test Xᵀ``); one threaded read of the n×n
+    float64 matrix for σ and the graph; for the fused assembly one threaded pass that reads it
+    and writes it (the exp) and one that writes the float32 copy; for the solves, ``steps + 1``
+    reads of the float32 factor; for the products, ``steps`` reads of K (q = 22 columns, memory-
+    bound)."""
+    from mlgraph.graphs.kernels import row_blocks
+
+    Xs = (X_train - model.mean_) / model.scale_
+    Xt = (X_test - model.mean_) / model.scale_
+    n = Xs.shape[0]
+    K = np.ones((n, n))
+    A = np.ones((n, n), np.float32)
+    sink = np.zeros(n)
+
+    def read(M):
+        def pass_(rows):
+            sink[rows.start] = M[rows].max()
+
+        return lambda: row_blocks(n, pass_, n)
+
+    def exp_pass(rows):
+        np.exp(K[rows], out=K[rows])
+
+    def cast_pass(rows):
+        A[rows] = K[rows]
+
+    def timed(fn) -> float:
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
+
+    read64, read32 = timed(read(K)), timed(read(A))
+    return {
+        "distances": timed(lambda: Xs @ Xs.T),
+        "graph": read64,
+        "assembly": timed(lambda: row_blocks(n, exp_pass, n)) + timed(lambda: row_blocks(n, cast_pass, n)),
+        "solves": (steps + 1) * read32,
+        "products": steps * read64,
+        "scores": timed(lambda: Xt @ Xs.T),
+    }
+
+
+def _cpu_and_blas() -> str:
+    """The CPU model (with family and model numbers, which name a generation where the model
+    name is hidden) and each BLAS library's kernel, version and threads (threadpoolctl)."""
+    import platform
+
+    from threadpoolctl import threadpool_info
+
+    info = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
+    cpu = info.get("model name") or platform.processor() or platform.machine()
+    if "cpu family" in info:
+        cpu += f" (family {info['cpu family']}, model {info.get('model', '?')})"
+    flags = info.get("flags", "").split()
+    cpu += ", " + ("AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2")
+    blas = "; ".join(
+        f"{Path(lib['filepath']).name.split('-')[0]} {lib.get('version')} {lib.get('architecture')} "
+        f"kernel, {lib['num_threads']} threads"
+        for lib in threadpool_info()
+        if lib["user_api"] == "blas"
+    )
+    import os
+
+    return f"{cpu}; {os.cpu_count()} CPUs; BLAS: {blas}"
+
+
+def bench_mlmrrw_vs_lu(repeats: int = 5) -> list[tuple]:
     """ML-MRRW fit + scores (fit, decision_function, predictions by thresholding the scores:
-    everything the user waits for) against a bare LU of the same n (``lu_factor`` + ``lu_solve``,
-    q right-hand sides, float64), at n = 1,611 (yeast), 4,000 and 8,000 (tmc2007-500), 2 BLAS
-    threads; current (``precision="mixed"``), current with ``precision="double"``, the previous
-    implementation and LU interleaved in one process, best of the repeats.
-    Also CPU use (CPU s ÷ wall s ÷ 2 cores) and the peak traced memory of one fit + scores above
-    what was allocated before it, in n×n float64 matrices. Targets: ≤ 1.5× LU at
-    n = 4,000, ≤ 1.3× at n ≥ 8,000, ≤ 2 n×n matrices."""
+    everything the user waits for), exact solver, against the bare floor of its factorisation:
+    an in-place float32 LU of the same n with q right-hand sides (``lu_factor(overwrite_a=True)``
+    of a Fortran-ordered copy made before the timer, and ``lu_solve``), and the same in float64;
+    at n = 1,611 (yeast's training split, its tuned hyper-parameters) and 4,000 and 8,000
+    (tmc2007-500 subsets, method defaults), 2 BLAS threads; fit, ``precision="double"`` and both
+    LUs interleaved in one process, ``repeats`` each (3 at 8,000), best of each. Targets: ≤ 2.0×
+    the float32 LU at 4,000, ≤ 1.5× at 8,000, ≤ 2× the float64 LU on yeast.
+
+    Then each stage of the best fit against its own floor (:func:`_stage_bounds`) and the peak
+    traced memory of a fit and of fit + scores, in n×n float64 matrices. The fits run within
+    ``kept_buffers`` as a job's trials do (each after the first reuses the n×n buffers)."""
     from threadpoolctl import threadpool_limits
 
+    from mlgraph.graphs.kernels import kept_buffers
     from mlgraph.methods import MLMRRW
 
     rows = []
     for name, params, X_train, Y_train, X_test, _ in _mlmrrw_problems():
         n, q = Y_train.shape
-        rng = np.random.default_rng(0)
-        A, B = rng.normal(size=(n, n)) + n * np.eye(n), rng.normal(size=(n, q))
         model, model_double = MLMRRW(**params), MLMRRW(precision="double", **params)
+        lu32, lu64 = _bare_lu(n, q, np.float32), _bare_lu(n, q, np.float64)
+        best: dict = {}
 
-        def current():
-            scores = model.fit(X_train, Y_train).decision_function(X_test)
+        def staged():
+            with _Stages().timed() as stages:
+                start = time.perf_counter()
+                scores = model.fit(X_train, Y_train).decision_function(X_test)
+                total = time.perf_counter() - start
+            if "stages" not in best or total < best["total"]:
+                best.update(total=total, stages=dict(stages.seconds))
             return scores, scores > 0
 
         def double():
             scores = model_double.fit(X_train, Y_train).decision_function(X_test)
             return scores, scores > 0
 
-        def previous():
-            scores = _previous_mlmrrw_scores(X_train, Y_train, X_test, **params)
-            return scores, scores > 0
-
-        def lu():
-            return scipy.linalg.lu_solve(scipy.linalg.lu_factor(A, check_finite=False), B, check_finite=False)
-
-        with threadpool_limits(_MLMRRW_THREADS):
-            res = _interleaved(
-                {"current": current, "double": double, "previous": previous, "lu": lu}, 5 if n < 5000 else 3
-            )
-            peaks = {fn.__name__: _time_and_peak(fn)[1] / (8 * n * n) for fn in (current, previous)}
-        (t_cur, cpu_cur), (t_prev, cpu_prev), (t_lu, _) = res["current"], res["previous"], res["lu"]
-        mixed_scores, double_scores = current()[0], double()[0]
-        gap = np.abs(mixed_scores - double_scores).max() / np.abs(double_scores).max()
-        target = (
-            "≤ 1.5× LU" if n == 4000 else "≤ 1.3× LU" if n >= 8000 else "no target (4.7× at commit cbb9823)"
-        )
+        with threadpool_limits(_MLMRRW_THREADS), kept_buffers():
+            times = {key: [] for key in ("fit", "double", "lu32", "lu64")}
+            for _ in range(repeats if n < 5000 else 3):
+                for key, (prepare, run) in {
+                    "fit": (None, staged),
+                    "double": (None, double),
+                    "lu32": lu32,
+                    "lu64": lu64,
+                }.items():
+                    if prepare is not None:
+                        prepare()
+                    time.sleep(_SETTLE)
+                    start = time.perf_counter()
+                    run()
+                    times[key].append(time.perf_counter() - start)
+            t = {key: min(v) for key, v in times.items()}
+            steps = model.solver_report_["refinement_steps"]
+            found = [_stage_bounds(model, X_train, X_test, steps) for _ in range(3)]
+            bounds = {stage: min(b[stage] for b in found) for stage in found[0]}
+            bounds["factorise"] = t["lu32"]
+        with threadpool_limits(_MLMRRW_THREADS):  # fresh buffers: the memory a single fit needs
+            fit_peak = _time_and_peak(lambda: model.fit(X_train, Y_train))[1] / (8 * n * n)
+            all_peak = _time_and_peak(lambda: staged())[1] / (8 * n * n)
+        mixed, exact = model.decision_function(X_test), model_double.decision_function(X_test)
+        gap = np.abs(mixed - exact).max() / np.abs(exact).max()
+        goal32 = {4000: "≤ 2.0× float32 LU", 8000: "≤ 1.5× float32 LU"}.get(n, "")
         rows += [
-            (f"ML-MRRW fit+scores {name} n={n} q={q}", t_cur, t_lu, t_cur / t_lu, target),
             (
-                "  precision=double (float64 LU)",
-                res["double"][0],
-                t_lu,
-                res["double"][0] / t_lu,
-                f"scores differ from mixed by {gap:.0e} relative; {model.solver_report_['refinement_steps']} "
-                "corrections",
+                f"ML-MRRW fit+scores {name} n={n} q={q} ÷ float32 LU",
+                t["fit"],
+                t["lu32"],
+                t["fit"] / t["lu32"],
+                goal32,
             ),
             (
-                "  PREVIOUS implementation (reference)",
-                t_prev,
-                t_lu,
-                t_prev / t_lu,
-                "the same, commit cbb9823",
+                "  the same ÷ float64 LU",
+                t["fit"],
+                t["lu64"],
+                t["fit"] / t["lu64"],
+                "≤ 2× float64 LU" if name == "yeast" else "",
             ),
             (
-                "  CPU use: current, previous",
-                cpu_cur,
-                cpu_prev,
-                cpu_cur / cpu_prev,
-                "CPU s / wall s / 2 cores",
-            ),
-            (
-                "  peak memory n×n: current, previous",
-                peaks["current"],
-                peaks["previous"],
-                peaks["current"] / peaks["previous"],
-                "≤ 2 n×n",
+                "  precision=double ÷ float64 LU",
+                t["double"],
+                t["lu64"],
+                t["double"] / t["lu64"],
+                f"scores differ from mixed by {gap:.0e} relative; {steps} corrections",
             ),
         ]
+        stages = best["stages"]
+        for stage, label in _Stages.NAMES.items():
+            bound = bounds.get(stage)
+            rows.append(
+                (
+                    f"  stage: {label}",
+                    stages[stage],
+                    bound if bound is not None else float("nan"),
+                    stages[stage] / bound if bound else float("nan"),
+                    "÷ its floor" if bound else f"{stages[stage] / best['total']:.0%} of the fit",
+                )
+            )
+        rows.append(
+            (
+                "  peak memory n×n float64: fit, fit+scores",
+                fit_peak,
+                all_peak,
+                fit_peak / all_peak,
+                "tracemalloc above what was allocated before",
+            )
+        )
     return rows
 
 
@@ -305,6 +436,118 @@ def bench_mlmrrw_nystrom_100k() -> list[tuple]:
             f"kernel trace error {model.solver_report_['kernel_trace_error']:.3f}",
         )
     ]
+
+
+_NYSTROM_RUN = """
+import json, sys, time
+import numpy as np
+from threadpoolctl import threadpool_limits
+from mlgraph.methods import MLMRRW
+from mlgraph.methods.manifold import _ManifoldRegularization
+from mlgraph.metrics import average_precision
+n, n_test, search = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+rng = np.random.default_rng(0)                  # the clusters and labels of every size
+d, q = 20, 10
+centres, planes = 3.0 * rng.normal(size=(20, d)), rng.normal(size=(d, q))
+rng = np.random.default_rng(n)
+X = centres[rng.integers(0, 20, n + n_test)] + rng.normal(size=(n + n_test, d))
+Y = ((X @ planes + rng.normal(size=(n + n_test, q))) > 0).astype(np.int8)
+Y_train = Y[:n].copy()
+Y_train[rng.random(n) >= 0.1] = -1
+graph, seconds = _ManifoldRegularization._graph, {"graph": 0.0}
+def timed_graph(self, *args):
+    start = time.perf_counter()
+    try:
+        return graph(self, *args)
+    finally:
+        seconds["graph"] += time.perf_counter() - start
+_ManifoldRegularization._graph = timed_graph
+model = MLMRRW(solver="nystrom", knn_search=search)
+with threadpool_limits(2):
+    start = time.perf_counter()
+    model.fit(X[:n], Y_train)
+    fit = time.perf_counter() - start
+    start = time.perf_counter()
+    scores = model.decision_function(X[n:])
+    predict = time.perf_counter() - start
+import resource
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9   # kB on Linux
+print(json.dumps({"fit": fit, "scores": predict, "graph": seconds["graph"], "peak_gb": peak,
+                  "ap": average_precision(Y[n:], scores), **model.graph_report_}))
+"""
+
+
+def _nystrom_run(n: int, n_test: int, search: str) -> dict:
+    """:data:`_NYSTROM_RUN` in a fresh process: its times, average precision, recall, and its
+    peak resident memory (the whole process: faiss's index and every library included)."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _NYSTROM_RUN, str(n), str(n_test), search], capture_output=True, cwd=ROOT
+    )
+    if done.returncode:
+        raise RuntimeError(f"n={n} {search}: {done.stderr.decode()[-2000:]}")
+    return json.loads(done.stdout.decode().splitlines()[-1])
+
+
+_NYSTROM_SIZES = (16_000, 32_000, 64_000, 128_000, 256_000, 512_000, 1_000_000)
+
+
+def bench_nystrom_scaling(sizes: tuple[int, ...] = _NYSTROM_SIZES, n_test: int = 20_000) -> list[tuple]:
+    """ML-MRRW ``solver="nystrom"`` (1,000 k-means landmarks) with ``graph.search=approximate``
+    on synthetic data (20 features, a mixture of 20 Gaussian clusters, 10 labels from noisy
+    hyperplanes, 10 % of the training rows labelled, ``n_test`` test rows) from 16,000 to
+    1,000,000 training rows, each size in a fresh process, 2 BLAS threads: fit time (and of it
+    the σ, neighbour search and graph), scores time, peak resident memory, the kNN recall, and
+    the scaling exponent of the fit time from the previous size, log t₂/t₁ ÷ log n₂/n₁ (goal
+    ≤ 1.1 throughout; 1,000,000 rows in ≤ 5 min and ≤ 8 GB). At 128,000 rows also the exact
+    neighbour search (scikit-learn's), for the average-precision gap (goal ≤ 0.002). About
+    15 minutes, most of it the largest sizes."""
+    rows, previous = [], None
+    for n in sizes:
+        run = _nystrom_run(n, n_test, "approximate")
+        slope = (
+            np.log(run["fit"] / previous[1]) / np.log(n / previous[0])
+            if previous is not None
+            else float("nan")
+        )
+        rows.append(
+            (
+                f"ML-MRRW nystrom n={n:,} approximate graph: fit s",
+                run["fit"],
+                previous[1] if previous else float("nan"),
+                slope,
+                f"ratio = exponent from the previous size (≤ 1.1); graph {run['graph']:.1f} s, scores "
+                f"{run['scores']:.1f} s, peak {run['peak_gb']:.2f} GB, recall {run['knn_recall']:.4f}, "
+                f"AP {run['ap']:.4f}",
+            )
+        )
+        previous = (n, run["fit"])
+        if n == 128_000:
+            exact = _nystrom_run(n, n_test, "exact")
+            rows.append(
+                (
+                    f"  n={n:,} exact graph (scikit-learn): fit s, AP gap approximate − exact",
+                    exact["fit"],
+                    run["fit"],
+                    run["ap"] - exact["ap"],
+                    f"gap goal |·| ≤ 0.002; exact AP {exact['ap']:.4f}, graph {exact['graph']:.1f} s, "
+                    f"peak {exact['peak_gb']:.2f} GB",
+                )
+            )
+    first, last = rows[0][1], previous[1]
+    rows.append(
+        (
+            f"fit time {sizes[0]:,} → {sizes[-1]:,} rows, overall exponent",
+            last,
+            first,
+            np.log(last / first) / np.log(sizes[-1] / sizes[0]),
+            "≤ 1.1; the last size in ≤ 300 s",
+        )
+    )
+    return rows
 
 
 def bench_arff_vs_liac() -> list[tuple]:
@@ -484,13 +727,11 @@ def bench_comparison_yeast() -> list[tuple]:
     ]
 
 
-def bench_paper000_protocol(repeats: int = 100) -> list[tuple]:
-    """Paper 000's whole protocol, as ``make compare ARGS="protocol.repeats=100"`` runs it
-    (experiments ssl_comparison and ssl_comparison_mediamill: seven methods on emotions, scene and
-    yeast, six on mediamill-small, ten labelling rates, ``repeats`` repetitions), wall time on
-    this machine's cores against the one-hour target, with a fresh store and an empty graph cache.
-    Also the CPU use (CPU s of the commands ÷ wall s ÷ cores) and a check that every run FINISHED
-    with all its trials and none failed. About 40 min on 2 cores."""
+def _paper000_sweeps(repeats: int) -> dict:
+    """Paper 000's protocol as ``make compare ARGS="protocol.repeats=<repeats>"`` runs it (the
+    presets ssl_comparison and ssl_comparison_mediamill, one after the other, each a parallel
+    Hydra sweep), with a fresh store and an empty graph cache: wall and CPU seconds of each,
+    and how many of its runs FINISHED with every trial and none failed."""
     import os
     import resource
     import subprocess
@@ -498,8 +739,7 @@ def bench_paper000_protocol(repeats: int = 100) -> list[tuple]:
 
     import mlflow
 
-    cores = os.cpu_count()
-    rows, total, cpu = [], 0.0, 0.0
+    found = {"wall": {}, "cpu": {}}
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "MLGRAPH_OUTPUT_DIR": tmp}
         for preset in ("ssl_comparison", "ssl_comparison_mediamill"):
@@ -519,42 +759,87 @@ def bench_paper000_protocol(repeats: int = 100) -> list[tuple]:
                 capture_output=True,
                 cwd=ROOT,
             )
-            wall = time.perf_counter() - start
+            found["wall"][preset] = time.perf_counter() - start
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            used = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-            rows.append(
-                (
-                    f"  {preset}, {repeats} repetitions",
-                    wall,
-                    3600.0,
-                    wall / 3600.0,
-                    f"CPU use {used / wall / cores:.0%} of {cores} cores",
-                )
-            )
-            total, cpu = total + wall, cpu + used
+            found["cpu"][preset] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         client = mlflow.MlflowClient(f"sqlite:///{tmp}/mlflow.db")
         runs = client.search_runs(
             [client.get_experiment_by_name("ssl_comparison").experiment_id],
             "tags.method != ''",
             max_results=1000,
         )
-        complete = [
-            r
-            for r in runs
-            if r.info.status == "FINISHED"
+        found["runs"] = len(runs)
+        found["complete"] = sum(
+            r.info.status == "FINISHED"
             and r.data.metrics.get("n_failed") == 0
             and r.data.metrics.get("n_trials") == 10 * repeats
-        ]
+            for r in runs
+        )
+    return found
+
+
+def bench_paper000_protocol(calibration: tuple[int, int] = (5, 15), target: int = 100) -> list[tuple]:
+    """Paper 000's whole protocol (7 methods × emotions, scene, yeast, 6 on mediamill-small, 10
+    labelling rates, ``target`` = 100 repetitions) extrapolated from two calibration runs of
+    the same sweeps with fewer repetitions (:func:`_paper000_sweeps`): every cost of a sweep is
+    either fixed (start-up of the sweep and its jobs, the store, the report of each run) or
+    grows with the repetitions (the trials, their checkpoints, the graphs), so the wall time at
+    r repetitions is a + b r, fitted on the two runs; likewise the CPU seconds. Prints the
+    extrapolated wall time against the 30-minute goal, the CPU use (CPU s ÷ wall s ÷ cores,
+    goal ≥ 95 %), and whether every run finished with all its trials. About 15 minutes on
+    2 cores; ``paper000_full`` runs the 100 repetitions themselves (about 40 min)."""
+    import os
+
+    cores = os.cpu_count()
+    low, high = (_paper000_sweeps(r) for r in calibration)
+    rows = []
+    for preset in ("ssl_comparison", "ssl_comparison_mediamill"):
+        walls = [run["wall"][preset] for run in (low, high)]
+        cpus = [run["cpu"][preset] for run in (low, high)]
+        slope = (walls[1] - walls[0]) / (calibration[1] - calibration[0])
+        wall = walls[0] + slope * (target - calibration[0])
+        cpu = cpus[0] + (cpus[1] - cpus[0]) / (calibration[1] - calibration[0]) * (target - calibration[0])
+        rows.append(
+            (
+                f"  {preset}: extrapolated to {target} repetitions",
+                wall,
+                walls[1],
+                cpu / wall / cores,
+                f"ratio = CPU use; measured {walls[0]:.0f} s at {calibration[0]}, {walls[1]:.0f} s at "
+                f"{calibration[1]} repetitions; fixed {walls[0] - slope * calibration[0]:.0f} s",
+            )
+        )
+    total = sum(r[1] for r in rows)
+    cpu_use = sum(r[1] * r[3] for r in rows) / total
+    complete = f"{high['complete']} of {high['runs']} runs FINISHED with every trial at {calibration[1]}"
     return [
         (
-            f"paper 000 protocol, {len(runs)} jobs × 10 rates × {repeats} repetitions",
-            total,
-            3600.0,
-            total / 3600.0,
-            f"≤ 1 h ({cores} cores, CPU use {cpu / total / cores:.0%}); "
-            f"{len(complete)} of {len(runs)} runs FINISHED with every trial",
+            f"paper 000 protocol, {target} repetitions (extrapolated), minutes",
+            total / 60,
+            30.0,
+            total / 60 / 30.0,
+            f"≤ 30 min on {cores} cores; CPU use {cpu_use:.0%} (≥ 95 %); {complete}",
         ),
         *rows,
+    ]
+
+
+def bench_paper000_protocol_full(repeats: int = 100) -> list[tuple]:
+    """Paper 000's whole protocol, measured: :func:`_paper000_sweeps` at 100 repetitions."""
+    import os
+
+    cores = os.cpu_count()
+    run = _paper000_sweeps(repeats)
+    wall, cpu = sum(run["wall"].values()), sum(run["cpu"].values())
+    return [
+        (
+            f"paper 000 protocol, {repeats} repetitions, minutes",
+            wall / 60,
+            30.0,
+            wall / 60 / 30.0,
+            f"≤ 30 min on {cores} cores; CPU use {cpu / wall / cores:.0%}; "
+            f"{run['complete']} of {run['runs']} runs FINISHED with every trial",
+        )
     ]
 
 
@@ -668,6 +953,95 @@ def bench_command_overhead() -> list[tuple]:
         ("floor: import mlflow alone ÷ T", spent, trials, spent / trials, "< 5 % needs T ≥ 20 × this")
     )
     return rows
+
+
+_BARE_MAIN_JOB = """
+import importlib, json, sys
+spec = json.loads(sys.argv[1])                    # the resolved config, composed by the bench
+from mlgraph.data import load_dataset
+from mlgraph.metrics import METRICS
+from mlgraph.protocols import labelling_rate_trials
+from mlgraph.runner import resolve_parallelism, run_trials
+module, name = spec["target"].rsplit(".", 1)
+estimator = getattr(importlib.import_module(module), name)(**spec["params"])
+data = load_dataset(spec["dataset"])
+trials = labelling_rate_trials(data.n_samples, seed=spec["seed"], **spec["protocol"])
+parallelism = resolve_parallelism("auto", False, n_trials=len(trials))
+table = run_trials(estimator, data.X, data.Y, trials, list(METRICS), parallelism, progress=False,
+                   evaluation=spec["evaluation"])
+assert (table.status == "ok").all(), table.error.unique()
+"""
+
+
+def _main_job_spec(overrides: list[str], cache: str) -> str:
+    """The estimator, protocol and evaluation of the main job's resolved config, as JSON for
+    :data:`_BARE_MAIN_JOB` (``graph_cache`` set to ``cache``, a fresh folder as the command's)."""
+    import json
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    import mlgraph.tracking  # noqa: F401  (the abspath resolver of the config)
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf")):
+        cfg = compose("config", overrides=[*overrides, f"graph_cache={cache}"])
+    method = OmegaConf.to_container(cfg.method, resolve=True)
+    protocol = OmegaConf.to_container(cfg.protocol, resolve=True)
+    protocol.pop("_target_")
+    metrics = OmegaConf.to_container(cfg.metrics, resolve=True)
+    return json.dumps(
+        {
+            "target": method.pop("_target_"),
+            "params": {k: v for k, v in method.items() if k != "name"},
+            "dataset": cfg.dataset.name,
+            "seed": cfg.seed,
+            "protocol": protocol,
+            "evaluation": {**metrics, "diagnostics": True},
+        }
+    )
+
+
+def bench_main_job_vs_bare(repeats: int = 5) -> list[tuple]:
+    """The main job as the user runs it, ``python -m run method=mlmrrw dataset=yeast
+    progress=false`` (fresh store and graph cache), against a bare script running the same
+    100 trials with the same estimator and :func:`mlgraph.runner.run_trials`, no Hydra and no
+    MLflow (:data:`_BARE_MAIN_JOB`; its own interpreter, imports and data loading included,
+    graph cache in a fresh folder too): wall time of each whole process, interleaved,
+    ``repeats`` each; the ratio of the medians and of the best. Target ≤ 1.15."""
+    import os
+    import statistics
+    import subprocess
+    import sys
+
+    overrides = ["method=mlmrrw", "dataset=yeast"]
+
+    def wall(command: list[str], env: dict | None = None) -> float:
+        time.sleep(_SETTLE)
+        start = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True, cwd=ROOT, env=env)
+        return time.perf_counter() - start
+
+    times = {"command": [], "bare": []}
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as tmp:
+            spec = _main_job_spec(overrides, f"{tmp}/bare-cache")
+            times["bare"].append(wall([sys.executable, "-c", _BARE_MAIN_JOB, spec]))
+            env = {**os.environ, "MLGRAPH_OUTPUT_DIR": f"{tmp}/out"}
+            times["command"].append(wall([sys.executable, "-m", "run", *overrides, "progress=false"], env))
+    median = {k: statistics.median(v) for k, v in times.items()}
+    best = {k: min(v) for k, v in times.items()}
+    return [
+        (
+            "main job (mlmrrw, yeast, 100 trials) ÷ bare script, medians",
+            median["command"],
+            median["bare"],
+            median["command"] / median["bare"],
+            f"≤ 1.15; {repeats} each, interleaved; "
+            f"command {min(times['command']):.1f}–{max(times['command']):.1f} s, "
+            f"bare {min(times['bare']):.1f}–{max(times['bare']):.1f} s",
+        ),
+        ("  the same, best of each", best["command"], best["bare"], best["command"] / best["bare"], "≤ 1.15"),
+    ]
 
 
 def bench_gmba_ranking() -> list[tuple]:
@@ -1321,13 +1695,16 @@ BENCHES = {
     "mlmrrw_vs_lu": bench_mlmrrw_vs_lu,
     "mlmrrw_nystrom": bench_mlmrrw_nystrom,
     "mlmrrw_nystrom_100k": bench_mlmrrw_nystrom_100k,
+    "nystrom_scaling": bench_nystrom_scaling,
     "arff_vs_liac": bench_arff_vs_liac,
     "mlflow_overhead": bench_mlflow_overhead,
     "command_overhead": bench_command_overhead,
+    "main_job_vs_bare": bench_main_job_vs_bare,
     "mlknn_vs_skmultilearn": bench_mlknn_vs_skmultilearn,
     "sswl": bench_sswl,
     "comparison_yeast": bench_comparison_yeast,
     "paper000_protocol": bench_paper000_protocol,
+    "paper000_full": bench_paper000_protocol_full,
     "gmba": bench_gmba_ranking,
     "ml2": bench_ml2,
     "ml2_whole": bench_ml2_whole,
@@ -1342,6 +1719,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="mlgraph benchmarks (ratios, one run)")
     parser.add_argument("--only", default="", help="run benchmarks whose name contains this")
     args = parser.parse_args(argv)
+    print(f"machine: {_cpu_and_blas()}")
     print(f"{'benchmark':48s} {'measured s':>11s} {'reference s':>12s} {'ratio':>8s}  target")
     for name, bench in BENCHES.items():
         if args.only in name:

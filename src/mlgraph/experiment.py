@@ -21,14 +21,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import mlflow
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from hydra.errors import CompactHydraException
 from hydra.utils import call, get_method, instantiate
-from mlflow.entities import Dataset, DatasetInput, InputTag
-from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from sklearn.base import clone
@@ -38,14 +35,21 @@ from mlgraph import config_keys
 from mlgraph.data import load_dataset
 from mlgraph.data.dual_set import DualSetDataset
 from mlgraph.data.splits import SPLIT_KEYS, load_fixed_split
-from mlgraph.graphs import KINDS, WEIGHTS
+from mlgraph.graphs import KINDS, SEARCHES, WEIGHTS
 from mlgraph.methods.base import check_params, nonneg, positive, positive_int
 from mlgraph.methods.dual_set import DualSetEstimator, DualSetFromMultiLabel
 from mlgraph.methods.labelled_only import check_target, unlabelled_rows, with_unlabelled_rule
 from mlgraph.metrics import DUAL_SET_METRICS, METRICS
 from mlgraph.profiles import PROFILES, check_data
 from mlgraph.protocols import protocol_inputs, uses_fixed_split
-from mlgraph.report import FIG1_METRICS, format_summary, plot_metrics_vs_rate, plot_rounds, save_figure
+from mlgraph.report import (
+    FIG1_METRICS,
+    format_summary,
+    plot_metrics_vs_rate,
+    plot_rounds,
+    pyplot,
+    save_figure,
+)
 from mlgraph.runner import Parallelism, resolve_parallelism, run_trials, summarise, unavailable_scores_note
 from mlgraph.selection import Standardise
 from mlgraph.signals import (
@@ -186,10 +190,11 @@ def round_curves(table: pd.DataFrame) -> pd.DataFrame:
     return stats
 
 
-# MLflow metric keys. A run's summary numbers sit at the top level of its charts
-# (``<metric>_overall``, ``n_trials``, ``n_failed``); each series is grouped under what its
-# step means, so that the UI's "Step" axis is explained by the section's name.
-PER_RATE = "per_rate/"  # mean and std over repetitions, step = labelling rate in % (100: all labelled)
+# MLflow metric keys. A run's summary numbers (``<metric>_overall``, ``n_trials``, ``n_failed``)
+# and its per-rate series sit at the top level: each metric ``<metric>`` and ``<metric>_std``
+# once per labelling rate, step = the rate in percent (100: all labelled), the keys every
+# comparison reads. The other series are grouped under what their step means, so that the UI's
+# "Step" axis is explained by the section's name.
 PER_FOLD = "per_fold/"  # cross-validation folds and random splits, step = fold (split) number
 PER_ROUND = "per_round/"  # paper 001, Fig. 3: step = boosting round t
 DIAGNOSTICS = "run/"  # degenerate labels, approximate solvers, time spent (after per_* in the UI)
@@ -207,8 +212,8 @@ def _metric_rows(summary: pd.DataFrame, table: pd.DataFrame, metrics: list[str])
     for _, row in summary.iterrows():
         for metric in metrics:
             if pd.notna(row[metric]):
-                yield f"{PER_RATE}{metric}", row[metric], row["step"]
-                yield f"{PER_RATE}{metric}_std", row[f"{metric}_std"], row["step"]
+                yield metric, row[metric], row["step"]
+                yield f"{metric}_std", row[f"{metric}_std"], row["step"]
     if len(summary) == 1:  # cross-validation and halves: each fold or split, step = its number
         for repetition, values in zip(ok["repetition"], ok[metrics].itertuples(index=False), strict=True):
             for metric, value in zip(metrics, values, strict=True):
@@ -223,6 +228,8 @@ def _metric_rows(summary: pd.DataFrame, table: pd.DataFrame, metrics: list[str])
         yield f"{DIAGNOSTICS}n_trials_with_degenerate_labels", int(ok["n_degenerate_labels"].gt(0).sum()), 0
     for column in (c for c in ok.columns if c.startswith("solver_")):  # how far an approximation is
         yield f"{DIAGNOSTICS}{column}_max", ok[column].max(), 0
+    for column in (c for c in ok.columns if c.startswith("graph_")):  # e.g. an approximate search's recall
+        yield f"{DIAGNOSTICS}{column}_min", ok[column].min(), 0
     if len(ok):
         yield f"{DIAGNOSTICS}fit_seconds_mean", ok["fit_seconds"].mean(), 0
 
@@ -234,6 +241,8 @@ def _log_artifacts(
     table.to_csv(run_dir / "trials.csv", index=False)
     summary.to_csv(run_dir / "summary.csv")
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    import mlflow
+
     paths = [run_dir / "trials.csv", run_dir / "summary.csv", run_dir / "config.yaml"]
     if summary["n_ok"].sum() and len(summary) > 1:  # a curve needs several labelling rates
         fig = plot_metrics_vs_rate({cfg.method.name: summary}, FIG1_METRICS, title=title)
@@ -262,12 +271,15 @@ def protocol_name(cfg: DictConfig, job: JobInfo) -> str:
     return job.choices.get("protocol") or str(cfg.protocol.get("_target_", "protocol")).rsplit(".", 1)[-1]
 
 
-def dataset_input(data, context: str) -> DatasetInput:
+def dataset_input(data, context: str):
     """The run's dataset as an MLflow dataset input (what ``mlflow.log_input`` logs; the UI's
     Datasets column): name, digest = the SHA-256 of the file as stored (its first
     :data:`DIGEST_LENGTH` hex digits; of a published train/test split, the first half of each
     file's, joined by ``-``), source = that file, the shapes of features and labels as schema
     and profile (with the full SHA-256), and the protocol as context."""
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+    from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+
     X, Y = data.X, data.Y
     n_labels = getattr(data, "n_labels", Y.shape[1])
     spec = lambda dtype, width: json.dumps(  # noqa: E731
@@ -442,6 +454,7 @@ _RUN_KEYS = {
     "graph.b": (_optional(positive_int), "null or a positive integer (the degree of every node)"),
     "graph.eps": (_optional(positive), "null or a positive number"),
     "graph.weights": (_one_of(*WEIGHTS), " or ".join(WEIGHTS)),
+    "graph.search": (_one_of(*SEARCHES), " or ".join(SEARCHES)),
 }
 
 
@@ -656,6 +669,8 @@ class Checkpoint:
 
     def flush(self) -> None:
         """Copy the local checkpoint to the MLflow run, if it has rows the run has not."""
+        import mlflow
+
         if len(self.rows) == self.uploaded:
             return
         mlflow.MlflowClient().log_artifact(self.run_id, str(self.path))
@@ -674,6 +689,8 @@ def _read_checkpoint(path: str | Path) -> pd.DataFrame:
 def finished_trials(run_id: str) -> pd.DataFrame:
     """The successful trials an interrupted run saved: the rows of its MLflow copy and of its
     local checkpoint (when this machine sees it; it is newer after a hard kill), each trial once."""
+    import mlflow
+
     client = mlflow.MlflowClient()
     tables = []
     local = client.get_run(run_id).data.tags.get(Checkpoint.TAG)
@@ -693,6 +710,8 @@ def finished_trials(run_id: str) -> pd.DataFrame:
 
 def find_previous(experiment_id: str, chash: str):
     """The latest FINISHED run with config hash ``chash``, else the latest unfinished one."""
+    import mlflow
+
     runs = mlflow.MlflowClient().search_runs(
         [experiment_id],
         f"tags.config_hash = '{chash}'",
@@ -708,6 +727,8 @@ def _record_config_error(
 ) -> None:
     """A sweep job whose config is invalid still appears in the sweep, as a FAILED run with
     its params (as far as they resolve) and the error."""
+    import mlflow
+
     client = mlflow.MlflowClient()
     tags = {**job.tags(), "error": str(exc)[:5000]}
     if job.parent_run_id:
@@ -727,25 +748,29 @@ def run_experiment(
 ) -> pd.DataFrame | None:
     """Run every trial of ``cfg`` and track them as one MLflow run; return the summary table.
 
-    Config, data and store are checked first (:class:`ConfigError`, no run opened, except that
-    a sweep job records its failure). With ``resume=true`` a job whose config hash already has
-    a FINISHED run is skipped (returns None), and an interrupted one is reopened and runs only
-    the trials it had not finished. A failing trial is logged as failed and the others go on;
-    if all fail (or any, with ``strict=true``) the run is FAILED and :class:`AllTrialsFailed`
-    is raised. SIGTERM/SIGINT end the run KILLED with its finished trials saved.
+    Config and data are checked first (:class:`ConfigError`, no run opened, except that a sweep
+    job records its failure); the store is opened and the run created while the first trials
+    run (a store that cannot be opened stops them). With ``resume=true`` the store is read first:
+    a job whose config hash already has a FINISHED run is skipped (returns None), and an
+    interrupted one is reopened and runs only the trials it had not finished. A failing trial is
+    logged as failed and the others go on; if all fail (or any, with ``strict=true``) the run is
+    FAILED and :class:`AllTrialsFailed` is raised. SIGTERM/SIGINT end the run KILLED with its
+    finished trials saved.
     """
     job = job or JobInfo()
-    experiment_id = setup_from_config(cfg.tracking)
     name = run_name(cfg, job)
     try:
         plan = prepare(cfg, in_parallel_launcher, launcher_jobs)
     except ConfigError as exc:
         if job.sweep_id:
-            _record_config_error(cfg, experiment_id, name, job, exc)
+            _record_config_error(cfg, setup_from_config(cfg.tracking), name, job, exc)
         raise
     chash = config_hash(cfg)
     requeued = os.environ.get("SLURM_RESTART_COUNT", "0") not in ("", "0")  # SLURM runs it again
-    previous = find_previous(experiment_id, chash) if cfg.get("resume", False) or requeued else None
+    experiment_id = previous = None
+    if cfg.get("resume", False) or requeued:
+        experiment_id = setup_from_config(cfg.tracking)
+        previous = find_previous(experiment_id, chash)
     if previous is not None and previous.info.status == "FINISHED":
         log.info(
             "%s: skipped, run %s (%s) is FINISHED with the same resolved config (config_hash %s, "
@@ -768,60 +793,82 @@ def _tracked(
     plan: Plan,
     name: str,
     job: JobInfo,
-    experiment_id: str,
+    experiment_id: str | None,
     chash: str,
     previous,
     done: pd.DataFrame,
     out: Path,
 ) -> pd.DataFrame:
+    """The trials and their MLflow run, which ``open_run`` opens (the store too, unless
+    ``experiment_id`` is known) once the trials are running; rows finished before are kept
+    and checkpointed then."""
+    import mlflow
+
     spent = {"logging": 0.0, "trials": 0.0}  # tracking overhead, reported by `make bench`
     data, parallelism = plan.data, plan.parallelism
     # the tags that identify the job go in with the run, so that even a run killed at once is
     # found and reopened by a resume
     identity = {**job.tags(), "config_hash": chash}
-    started = (
-        dict(run_id=previous.info.run_id)
-        if previous is not None
-        else dict(experiment_id=experiment_id, run_name=name, parent_run_id=job.parent_run_id, tags=identity)
-    )
-    with deferred() as pending:  # a run exists only once it is ours to close
-        active = mlflow.start_run(**started)
-        run_id = active.info.run_id
-        checkpoint = Checkpoint(run_id, out, float(cfg.tracking.get("checkpoint_seconds", 30)), done)
-    with active:
+    run: dict = {}  # run id and checkpoint, once the run exists
+    early: list[dict] = []  # rows finished before
+
+    def open_run() -> None:
+        started = time.perf_counter()
+        experiment = experiment_id or setup_from_config(cfg.tracking)
+        opened = (
+            dict(run_id=previous.info.run_id)
+            if previous is not None
+            else dict(experiment_id=experiment, run_name=name, parent_run_id=job.parent_run_id, tags=identity)
+        )
+        with deferred() as pending:  # a run exists only once it is ours to close
+            active = stack.enter_context(mlflow.start_run(**opened))
+            run["id"] = active.info.run_id
+            run["checkpoint"] = Checkpoint(
+                run["id"], out, float(cfg.tracking.get("checkpoint_seconds", 30)), done
+            )
+        raise_pending(pending)
+        checkpoint = run["checkpoint"]
+        tags = {
+            **provenance_tags(),
+            **identity,
+            "method": cfg.method.name,
+            "dataset": cfg.dataset.name,
+            "selector": cfg.get("selector", {}).get("name", "none"),
+            "n_jobs": parallelism.n_jobs,
+            "blas_threads": parallelism.blas_threads,
+            "dataset_sha256": data.sha256,
+            "dataset_source": data.source,
+            "dataset_shape": f"{data.n_samples}x{data.n_features}x{_n_labels(data)}",
+            "dataset_n_instances": data.n_samples,
+            "dataset_n_features": data.n_features,
+            "dataset_n_labels": _n_labels(data),
+            Checkpoint.TAG: str(checkpoint.path.resolve()),
+            **plan.tags,
+        }
+        if plan.notes:
+            tags["profile_notes"] = " ".join(plan.notes)[:5000]
+        if previous is not None:
+            tags["resumed_trials"] = str(len(done))
+            log.info(
+                "%s: resuming run %s, %d of %d trials already done",
+                name,
+                run["id"],
+                len(done),
+                len(plan.trials),
+            )
+        log_batch(run["id"], params=None if previous is not None else config_params(cfg), tags=tags)
+        mlflow.MlflowClient().log_inputs(run["id"], [dataset_input(data, protocol_name(cfg, job))])
+        for row in early:
+            checkpoint.add(row)
+        if len({t.rate for t in plan.trials}) > 1:  # the run's figure: import its library now
+            pyplot()
+        spent["logging"] += time.perf_counter() - started
+
+    def add_row(row: dict) -> None:
+        (run["checkpoint"].add if "checkpoint" in run else early.append)(row)
+
+    with contextlib.ExitStack() as stack:
         try:
-            raise_pending(pending)
-            with _timed(spent, "logging"):
-                tags = {
-                    **provenance_tags(),
-                    **identity,
-                    "method": cfg.method.name,
-                    "dataset": cfg.dataset.name,
-                    "selector": cfg.get("selector", {}).get("name", "none"),
-                    "n_jobs": parallelism.n_jobs,
-                    "blas_threads": parallelism.blas_threads,
-                    "dataset_sha256": data.sha256,
-                    "dataset_source": data.source,
-                    "dataset_shape": f"{data.n_samples}x{data.n_features}x{_n_labels(data)}",
-                    "dataset_n_instances": data.n_samples,
-                    "dataset_n_features": data.n_features,
-                    "dataset_n_labels": _n_labels(data),
-                    Checkpoint.TAG: str(checkpoint.path.resolve()),
-                    **plan.tags,
-                }
-                if plan.notes:
-                    tags["profile_notes"] = " ".join(plan.notes)[:5000]
-                if previous is not None:
-                    tags["resumed_trials"] = str(len(done))
-                    log.info(
-                        "%s: resuming run %s, %d of %d trials already done",
-                        name,
-                        run_id,
-                        len(done),
-                        len(plan.trials),
-                    )
-                log_batch(run_id, params=None if previous is not None else config_params(cfg), tags=tags)
-                mlflow.MlflowClient().log_inputs(run_id, [dataset_input(data, protocol_name(cfg, job))])
             with _timed(spent, "trials"):
                 table = run_trials(
                     plan.estimator,
@@ -834,27 +881,35 @@ def _tracked(
                     description=name,
                     evaluation=plan.evaluation,
                     done=done,
-                    on_row=checkpoint.add,
+                    on_row=add_row,
+                    on_start=open_run,
                     tuning=plan.tuning,
                 )
-            _finish(cfg, plan, table, name, job, run_id, out, spent)
+            spent["trials"] -= spent["logging"]  # the run was opened while they ran
+            _finish(cfg, plan, table, name, job, run["id"], out, spent)
         except (Interrupted, SystemExit) as exc:  # submitit exits after requeueing a pre-empted job
+            if "checkpoint" not in run:  # no run yet: nothing to close
+                stop_workers()
+                raise
             why = (
                 exc.name if isinstance(exc, Interrupted) else "requeued by SLURM (pre-emption or time limit)"
             )
             with deferred():
-                _close_run("KILLED", {"interrupted": why}, checkpoint)
+                _close_run("KILLED", {"interrupted": why}, run["checkpoint"])
             log.warning(
                 "%s: %s; run %s KILLED with %d finished trials saved (resume with resume=true)",
                 name,
                 why,
-                run_id,
-                len(checkpoint.rows),
+                run["id"],
+                len(run["checkpoint"].rows),
             )
             raise
         except BaseException as exc:
+            if "checkpoint" not in run:
+                stop_workers()
+                raise
             with deferred():
-                _close_run("FAILED", {"error": f"{type(exc).__name__}: {exc}"[:5000]}, checkpoint)
+                _close_run("FAILED", {"error": f"{type(exc).__name__}: {exc}"[:5000]}, run["checkpoint"])
             raise
     return summarise(table, plan.metrics)
 
@@ -864,6 +919,8 @@ def _close_run(status: str, tags: dict, checkpoint: Checkpoint) -> None:
     on its own, so that a full disk that stops the checkpoint's copy does not also leave the
     run RUNNING (a store that can no longer be written leaves it RUNNING; resume=true
     continues it)."""
+    import mlflow
+
     steps = (
         stop_workers,
         checkpoint.flush,
@@ -884,6 +941,8 @@ def _finish(
 ) -> None:
     """Log the run's metrics, tables and figures, say what is degenerate, and fail the run when
     every trial failed, or any with ``strict=true``."""
+    import mlflow
+
     metrics = plan.metrics
     for metric in metrics:  # a metric column exists even if every trial failed
         table[metric] = table.get(metric, float("nan"))

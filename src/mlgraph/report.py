@@ -9,15 +9,14 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")  # figures are files and MLflow artifacts, never windows
-import matplotlib.pyplot as plt  # noqa: E402
-import mlflow  # noqa: E402
-import pandas as pd  # noqa: E402
+from mlgraph.metrics import METRICS
 
-from mlgraph.metrics import METRICS  # noqa: E402
+if TYPE_CHECKING:
+    import matplotlib.pyplot as plt
 
 # Figure and report words for metric keys (titles and axes say these, never the raw keys).
 TITLES = {
@@ -42,6 +41,17 @@ TITLES = {
 }
 FIG1_METRICS = ("avg_precision", "micro_f1", "macro_f1")
 log = logging.getLogger(__name__)
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (figures are files and MLflow artifacts, never
+    windows), imported when the first figure is drawn: a run imports it after its trials."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def metric_words(metric: str) -> str:
@@ -183,7 +193,7 @@ def _curve(ax, x, y, yerr, label: str, i: int = 0, n: int = 1, width: float = 0.
 def _figure(rows: int, columns: int, width: float, height: float):
     """Panels laid out by matplotlib's constrained layout, which leaves room for the title
     and for a legend placed outside the panels."""
-    return plt.subplots(rows, columns, figsize=(width, height), squeeze=False, layout="constrained")
+    return pyplot().subplots(rows, columns, figsize=(width, height), squeeze=False, layout="constrained")
 
 
 def _legend(fig: plt.Figure, handles, labels, ncol: int, title: str = "") -> None:
@@ -282,7 +292,7 @@ def save_figure(fig: plt.Figure, path, formats: Sequence[str] = FIGURE_FORMATS) 
         target = Path(path).with_suffix(f".{fmt}")
         fig.savefig(target, dpi=PNG_DPI if fmt == "png" else "figure", bbox_inches="tight")
         paths.append(target)
-    plt.close(fig)
+    pyplot().close(fig)
     return paths
 
 
@@ -322,12 +332,13 @@ DUAL_METRICS = ("accuracy_a", "accuracy_b", "accuracy_all")
 def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
     """The latest FINISHED run of each (dataset, method, selector, fraction) of ``experiment``
     (report runs excluded)."""
+    import mlflow
+
     mlflow.set_tracking_uri(uri)
     runs = mlflow.search_runs(experiment_names=[experiment], filter_string="attributes.status = 'FINISHED'")
     if runs.empty or "tags.method" not in runs:
         raise LookupError(f"no finished run in MLflow experiment {experiment!r} at {uri}")
     runs = runs[runs["tags.method"].notna() & runs["tags.dataset"].notna()].copy()
-    runs = with_summary_columns(runs)
     runs["tags.selector"] = runs.get("tags.selector", pd.Series(index=runs.index)).fillna("none")
     fraction = runs["params.selector.fraction"] if "params.selector.fraction" in runs else None
     runs["fraction"] = pd.to_numeric(pd.Series(fraction, index=runs.index), errors="coerce").fillna(1.0)
@@ -345,20 +356,9 @@ def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
     return runs.sort_values(["tags.dataset", "_order", "tags.method"], ignore_index=True)
 
 
-def with_summary_columns(runs: pd.DataFrame) -> pd.DataFrame:
-    """``metrics.<metric>`` and ``metrics.<metric>_std`` for every run: the last step of its
-    ``per_rate/`` series (the only step under halves and cross-validation), or the keys runs
-    logged before the series had a prefix."""
-    from mlgraph.experiment import PER_RATE
-
-    prefix = f"metrics.{PER_RATE}"
-    for column in [c for c in runs if c.startswith(prefix)]:
-        key = "metrics." + column.removeprefix(prefix)
-        runs[key] = runs[column].combine_first(runs[key]) if key in runs else runs[column]
-    return runs
-
-
 def _artifact_table(run_id: str, name: str, **read) -> pd.DataFrame:
+    import mlflow
+
     return pd.read_csv(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=name), **read)
 
 
@@ -803,6 +803,8 @@ def dual_set_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
 def build_report(cfg) -> Path:
     """Read the runs of ``cfg.tracking.experiment`` back from MLflow, write the comparison under
     ``cfg.report.out/<experiment>/`` and log it as the artifacts of a ``report`` run."""
+    import mlflow
+
     from mlgraph.tracking import log_batch, provenance_tags, setup_from_config
 
     experiment = cfg.tracking.experiment

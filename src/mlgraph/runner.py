@@ -21,6 +21,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable
+from concurrent.futures import as_completed
 from dataclasses import dataclass
 
 import joblib
@@ -31,10 +32,11 @@ from joblib import Parallel, delayed
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
-from mlgraph.graphs.kernels import thread_pools
+from mlgraph.graphs.kernels import kept_buffers, thread_pools
 from mlgraph.metrics import DUAL_SET_METRICS, METRICS, evaluate, evaluate_dual_set
 from mlgraph.protocols import Trial, rate_step
 from mlgraph.signals import die_with_parent, stop_workers
+from mlgraph.workers import FORK, forked
 
 
 @dataclass(frozen=True)
@@ -114,13 +116,14 @@ def _transduce(model, X, Y, trial: Trial):
 
 
 def _solver_report(model) -> dict:
-    """The numeric part of an estimator's ``solver_report_`` (e.g. the residual of an
-    approximate solver), as ``solver_<key>`` columns of the trial's row."""
+    """The numeric parts of an estimator's ``solver_report_`` (e.g. the residual of an
+    approximate solver) and ``graph_report_`` (e.g. the recall of an approximate neighbour
+    search), as ``solver_<key>`` and ``graph_<key>`` columns of the trial's row."""
     final = model.steps[-1][1] if hasattr(model, "steps") else model
-    report = getattr(final, "solver_report_", None) or {}
     return {
-        f"solver_{k}": float(v)
-        for k, v in report.items()
+        f"{prefix}_{k}": float(v)
+        for prefix in ("solver", "graph")
+        for k, v in (getattr(final, f"{prefix}_report_", None) or {}).items()
         if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
     }
 
@@ -224,6 +227,23 @@ def _run_one(
     return row
 
 
+_JOB: tuple = ()  # a forked trial worker's (estimator, X, Y, metrics, blas_threads, evaluation, tuning)
+_WORKER = contextlib.ExitStack()  # what a forked trial worker keeps until it ends
+
+
+def _adopt_job(*job) -> None:
+    """A forked trial worker's start: keep the job, and the n×n buffers from trial to trial."""
+    global _JOB
+    _JOB = job
+    _WORKER.enter_context(kept_buffers())
+
+
+def _run_forked(trial: Trial) -> dict:
+    """:func:`_run_one` in a forked worker, on the job its parent left it (:func:`_adopt_job`)."""
+    estimator, X, Y, *rest = _JOB
+    return _run_one(estimator, X, Y, trial, *rest)
+
+
 def run_trials(
     estimator,
     X,
@@ -236,37 +256,50 @@ def run_trials(
     evaluation: dict | None = None,
     done: pd.DataFrame | None = None,
     on_row: Callable[[dict], None] | None = None,
+    on_start: Callable[[], None] | None = None,
     tuning=None,
 ) -> pd.DataFrame:
     """Run every trial not already in ``done`` (rows of an interrupted run, matched by
     (rate, repetition)); return one row per trial, sorted by (rate, repetition). ``evaluation``
     holds the keyword options of :func:`mlgraph.metrics.evaluate`; ``tuning`` (an
     :class:`mlgraph.tuning.InnerSelection`) chooses each trial's hyper-parameters on its
-    training part before the fit."""
+    training part before the fit. ``on_start()`` is called once the trials are running (in
+    parallel workers: while they run), before the first row.
+
+    Parallel trials on one BLAS thread each run in workers forked from this process, which
+    start at once with its imports and share its arrays (:mod:`mlgraph.workers`); with more
+    threads per trial (a forked worker may not run multithreaded OpenMP), in joblib's workers."""
     if sp.issparse(X):
         X = X.tocsr()
     done = done if done is not None and len(done) else pd.DataFrame(columns=["rate", "repetition"])
     finished = set(zip(done["rate"].astype(float).round(10), done["repetition"].astype(int), strict=True))
     pending = [t for t in trials if (round(t.rate, 10), t.repetition) not in finished]
-    jobs = (
-        delayed(_run_one)(estimator, X, Y, t, metrics, parallelism.blas_threads, evaluation or {}, tuning)
-        for t in pending
-    )
-    results = Parallel(n_jobs=min(parallelism.n_jobs, max(1, len(pending))), return_as="generator_unordered")(
-        jobs
-    )
+    n_jobs = min(parallelism.n_jobs, max(1, len(pending)))
+    job = (estimator, X, Y, metrics, parallelism.blas_threads, evaluation or {}, tuning)
     rows = []
-    for row in tqdm(
-        results,
-        total=len(pending),
-        desc=description,
-        disable=not progress,
-        mininterval=1.0,
-        dynamic_ncols=True,
-    ):
-        rows.append(row)
-        if on_row is not None:
-            on_row(row)
+    with contextlib.ExitStack() as stack:
+        if n_jobs == 1:  # trials in this process: its n×n buffers kept from one to the next
+            stack.enter_context(kept_buffers())
+        if n_jobs > 1 and parallelism.blas_threads == 1 and FORK:
+            pool = stack.enter_context(forked(n_jobs, _adopt_job, job))
+            results = (f.result() for f in as_completed([pool.submit(_run_forked, t) for t in pending]))
+        else:
+            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+                delayed(_run_one)(estimator, X, Y, t, *job[3:]) for t in pending
+            )
+        if on_start is not None:
+            on_start()
+        for row in tqdm(
+            results,
+            total=len(pending),
+            desc=description,
+            disable=not progress,
+            mininterval=1.0,
+            dynamic_ncols=True,
+        ):
+            rows.append(row)
+            if on_row is not None:
+                on_row(row)
     table = pd.concat([done, pd.DataFrame(rows)], ignore_index=True) if len(done) else pd.DataFrame(rows)
     return table.sort_values(["rate", "repetition"], ignore_index=True)
 

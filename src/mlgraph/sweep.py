@@ -29,10 +29,9 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import joblib
-import mlflow
 import pandas as pd
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
@@ -49,6 +48,9 @@ from mlgraph.tracking import (
     log_batch,
     setup_from_config,
 )
+
+if TYPE_CHECKING:
+    import mlflow
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +181,8 @@ def close_orphaned_sweep() -> None:
     SIGKILL, so it could not close the parent run), mark the parent KILLED, not RUNNING."""
     import multiprocessing
 
+    import mlflow
+
     parent_run, launcher = os.environ.get(ENV_PARENT), multiprocessing.parent_process()
     if not parent_run or launcher is None or not process_gone(launcher.pid, wait_seconds=3.0):
         return
@@ -255,6 +259,8 @@ def sweep_table(client: mlflow.MlflowClient, experiment_id: str, parent_id: str)
     """One row per job of the sweep (the latest run of each config), headline metrics included;
     jobs a resume skipped because their config had a FINISHED run elsewhere are rows of that run
     (``skipped`` true)."""
+    import mlflow
+
     runs = client.search_runs(
         [experiment_id],
         f"tags.`mlflow.parentRunId` = '{parent_id}'",
@@ -473,6 +479,8 @@ class SweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra turns a callback's exception into a warning and runs the sweep anyway: a store
         # or a scheduler that refuses must stop it here, before any job, in one paragraph.
+        import mlflow
+
         problem = config_keys.paragraph(config)  # every job would fail the same way
         if problem:
             print(problem, file=sys.stderr)

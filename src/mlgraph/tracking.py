@@ -31,9 +31,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import mlflow
 from hydra.errors import CompactHydraException
-from mlflow.entities import Metric, Param, RunTag
 from omegaconf import DictConfig, OmegaConf
 
 # `tracking.uri` in conf/ resolves `outputs/` to an absolute path (SQLite needs one).
@@ -134,6 +132,8 @@ def _store_template() -> Path | None:
     creates when it first opens a copy, with that store's artifact root. None (each new store
     is migrated) when the cache folder cannot be written."""
     import sqlite3
+
+    import mlflow
 
     from mlgraph.data.registry import cache_dir
 
@@ -267,6 +267,8 @@ def setup_experiment(uri: str, experiment: str, artifact_location: str | None = 
     server is resolved by reading it back. A server that asks for a password gets the one
     MLflow's client sends (:func:`current_user`) checked first.
     """
+    import mlflow
+
     check_reachable(uri)
     mlflow.set_tracking_uri(uri)
     user = current_user(uri)
@@ -296,7 +298,11 @@ def setup_experiment(uri: str, experiment: str, artifact_location: str | None = 
     return experiment_id
 
 
-def _experiment_id(client: mlflow.MlflowClient, experiment: str, artifact_location: str | None) -> str:
+def _experiment_id(client, experiment: str, artifact_location: str | None) -> str:
+    """The id of ``experiment`` through MLflow ``client``, created if it does not exist (by this
+    process or, in a race, by another)."""
+    import mlflow
+
     found = client.get_experiment_by_name(experiment)
     if found is not None:
         return found.experiment_id
@@ -506,6 +512,9 @@ def log_batch(
     tags: Mapping[str, str] | None = None,
 ) -> None:
     """Log ``(key, value, step)`` metrics, params and tags in as few requests as MLflow allows."""
+    import mlflow
+    from mlflow.entities import Metric, Param, RunTag
+
     client = mlflow.MlflowClient()
     stamp = int(time.time() * 1000)
     metric_objs = [Metric(key, float(value), stamp, int(step)) for key, value, step in metrics]

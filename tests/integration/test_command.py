@@ -60,7 +60,7 @@ def test_main_command_tracks_everything(tmp_path):
     assert r.data.params["seed"] == "0"
     assert len(r.data.tags["git_commit"]) in (7, 40) or r.data.tags["git_commit"] == "unknown"
     assert len(r.data.tags["dataset_sha256"]) == 64 and "version.mlflow" in r.data.tags
-    history = client.get_metric_history(r.info.run_id, "per_rate/avg_precision")
+    history = client.get_metric_history(r.info.run_id, "avg_precision")
     assert sorted(m.step for m in history) == [10, 50]
     assert all(math.isfinite(m.value) and 0 < m.value <= 1 for m in history)
     assert math.isfinite(r.data.metrics["macro_f1_overall"])
@@ -240,7 +240,7 @@ def test_feature_fraction_sweep_and_report(tmp_path):
     assert len(runs) == 5 and all(r.info.status == "FINISHED" for r in runs)
     kept = {(r.data.tags["selector"], r.data.params.get("selector.fraction")): r for r in runs}
     assert set(kept) == {("gmba", "0.2"), ("gmba", "0.5"), ("mlfs", "0.2"), ("mlfs", "0.5"), ("none", None)}
-    assert all(0 <= r.data.metrics["per_rate/hamming_loss"] < 0.5 for r in runs)
+    assert all(0 <= r.data.metrics["hamming_loss"] < 0.5 for r in runs)
     # one ranking per (selector, fold) served both fractions: 2 × 3 cache entries, not 12
     assert len(list((tmp_path / "cache").rglob("*.npz"))) == 6
 
@@ -269,8 +269,8 @@ def test_ml2_halves_protocol_and_toy_experiment(tmp_path):
     client, runs = runs_of(tmp_path)
     metrics = runs[0].data.metrics
     for key in ("hamming_loss", "one_error", "coverage_norm", "ranking_loss", "avg_precision", "macro_auc"):
-        assert math.isfinite(metrics[f"per_rate/{key}"]) and 0 <= metrics[f"per_rate/{key}"] <= 1
-    assert [m.step for m in client.get_metric_history(runs[0].info.run_id, "per_rate/avg_precision")] == [100]
+        assert math.isfinite(metrics[f"{key}"]) and 0 <= metrics[f"{key}"] <= 1
+    assert [m.step for m in client.get_metric_history(runs[0].info.run_id, "avg_precision")] == [100]
 
     env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
     proc = subprocess.run(
@@ -295,11 +295,9 @@ def test_dual_set_command_comparison_and_report(tmp_path):
     assert sorted(m.step for m in folds) == [0, 1, 2, 3, 4]
     mean = sum(m.value for m in folds) / 5
     metrics = r.data.metrics
-    assert metrics["per_rate/accuracy_all"] == pytest.approx(mean, abs=1e-12) and 0.5 < mean < 1
+    assert metrics["accuracy_all"] == pytest.approx(mean, abs=1e-12) and 0.5 < mean < 1
     assert metrics["accuracy_all_overall"] == pytest.approx(mean, abs=1e-12)
-    assert all(
-        metrics["per_rate/accuracy_all"] <= metrics[f"per_rate/{k}"] for k in ("accuracy_a", "accuracy_b")
-    )
+    assert all(metrics["accuracy_all"] <= metrics[f"{k}"] for k in ("accuracy_a", "accuracy_b"))
     assert [m.step for m in client.get_metric_history(r.info.run_id, "per_round/accuracy_all")] == [1, 2, 3]
 
     proc = run(["experiment=dsml_comparison", "method=dsml,independent,mlknn", "progress=false"], tmp_path)

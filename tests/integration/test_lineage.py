@@ -54,9 +54,9 @@ def test_dataset_input_and_metric_sections(tmp_path):
     assert not [
         k for k in keys if "/" not in k and not k.endswith("_overall") and k not in ("n_trials", "n_failed")
     ]
-    steps = [m.step for m in client.get_metric_history(run.info.run_id, "per_rate/avg_precision")]
+    steps = [m.step for m in client.get_metric_history(run.info.run_id, "avg_precision")]
     assert sorted(steps) == [10, 50]  # the labelling rates in percent
-    assert "per_rate/avg_precision_std" in keys and "run/fit_seconds_mean" in keys
+    assert "avg_precision_std" in keys and "run/fit_seconds_mean" in keys
     assert "model" not in {a.path for a in client.list_artifacts(run.info.run_id)}  # off by default
 
 

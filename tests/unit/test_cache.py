@@ -98,11 +98,14 @@ def test_cached_graph_builds_once(tmp_path, monkeypatch):
     real = base.build_graph
     monkeypatch.setattr(base, "build_graph", build)
     X = np.random.default_rng(3).normal(size=(30, 4))
-    a = cached_graph(tmp_path, X, kind="knn", k=5, sqdist=squared_distances(X))
-    b = cached_graph(str(tmp_path), X, kind="knn", k=5, sqdist=None)  # sqdist is not in the key
-    assert len(calls) == 1 and (a != b).nnz == 0
+    a, info = cached_graph(tmp_path, X, kind="knn", k=5, sqdist=squared_distances(X))
+    b, _ = cached_graph(str(tmp_path), X, kind="knn", k=5, sqdist=None)  # sqdist is not in the key
+    assert len(calls) == 1 and (a != b).nnz == 0 and info == {}
     cached_graph(tmp_path, X, kind="knn", k=6)
     assert len(calls) == 2
+    _, info = cached_graph(tmp_path, X, kind="knn", k=5, search="approximate")
+    again = cached_graph(tmp_path, X, kind="knn", k=5, search="approximate")[1]
+    assert len(calls) == 3 and info == again == {"knn_recall": 1.0}  # the recall is cached with W
 
 
 def test_memory_none_and_joblib_memory(tmp_path):
@@ -324,12 +327,12 @@ def test_stray_joblib_pickles_are_never_read(tmp_path):
     """An old joblib store (``output.pkl``) in the folder, made malicious, is left alone."""
     folder, marker = tmp_path / "graphs", tmp_path / "marker"
     X = np.random.default_rng(6).normal(size=(20, 3))
-    plain = cached_graph(None, X, k=4)
+    plain, _ = cached_graph(None, X, k=4)
     stray = folder / "joblib" / "mlgraph" / "graphs" / "build_graph" / "0123abcd" / "output.pkl"
     stray.parent.mkdir(parents=True)
     stray.write_bytes(pickle.dumps(Payload(marker)))
     for _ in range(2):
-        W = cached_graph(folder, X, k=4)
+        W, _ = cached_graph(folder, X, k=4)
         assert W.dtype == plain.dtype and (W != plain).nnz == 0
     assert not marker.exists()
 
@@ -401,9 +404,9 @@ def emotions():
 def test_graph_bit_identical_with_and_without_cache(tmp_path, emotions, weights):
     Xs, _ = emotions
     params = dict(kind="knn", weights=weights, k=10, random_state=0)
-    plain = cached_graph(None, Xs, **params)
-    miss = cached_graph(tmp_path, Xs, **params, sqdist=squared_distances(Xs))
-    hit = cached_graph(tmp_path, Xs, **params)
+    plain = cached_graph(None, Xs, **params)[0]
+    miss = cached_graph(tmp_path, Xs, **params, sqdist=squared_distances(Xs))[0]
+    hit = cached_graph(tmp_path, Xs, **params)[0]
     for W in (miss, hit):
         _assert_same({"W": W}, {"W": plain})
 

@@ -324,3 +324,22 @@ def test_laplacian_input_errors() -> None:
         laplacian(sp.csr_matrix(np.ones((2, 3))))
     with pytest.raises(ValueError, match="symmetric"):
         laplacian(np.array([[0.0, 1.0], [0.0, 0.0]]))
+
+
+@pytest.mark.parametrize("d", [3, 150])
+def test_median_sigma_is_bitwise_the_median_of_the_sampled_distances(d):
+    """Both paths of median_sigma (pdist's distances, or a given sqdist's) take the median
+    without computing or square-rooting every pair, and give the plain formula's number."""
+    from scipy.spatial.distance import pdist
+
+    rng = np.random.default_rng(d)
+    for n in (2, 3, 41, 1200):
+        X = rng.normal(size=(n, d)) * rng.uniform(0.1, 10, d)
+        X[rng.integers(0, n, n // 4)] = X[0]  # duplicates: zero distances and ties
+        rows = np.arange(n) if n <= 1000 else np.sort(np.random.default_rng(0).choice(n, 1000, replace=False))
+        D = squared_distances(X)
+        if np.median(pdist(X[rows])) == 0:
+            continue
+        assert median_sigma(X) == float(np.median(pdist(X[rows])))
+        sub = D[np.ix_(rows, rows)][np.triu_indices(len(rows), 1)]
+        assert median_sigma(X, sqdist=D) == float(np.median(np.sqrt(sub)))

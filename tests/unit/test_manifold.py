@@ -111,12 +111,12 @@ def test_ml_mrrw_matches_eq19_assembled_densely(graph, nu):
 
 @pytest.mark.parametrize("threads", [1, 3])
 def test_assembled_systems_and_their_norms_equal_dense_products(monkeypatch, threads):
-    """Eq. 19's Aᵀ = Ξ K M + λI and the symmetric S = ν M K M + λM, panel by panel in threads
+    """Eq. 19's A = M K Ξ + λI and the symmetric S = ν M K M + λM, panel by panel in threads
     (n not a multiple of the panel height), with ‖·‖∞ = the largest absolute row sum."""
     import scipy.sparse as sp
 
     import mlgraph.graphs.kernels as kernels
-    from mlgraph.methods.manifold import _eq19_transposed, _kernel_times_m, _symmetric_matrix
+    from mlgraph.methods.manifold import _eq19, _kernel_times_m, _symmetric_matrix
 
     monkeypatch.setattr(kernels, "blas_threads", lambda: threads)
     rng = np.random.default_rng(0)
@@ -126,9 +126,10 @@ def test_assembled_systems_and_their_norms_equal_dense_products(monkeypatch, thr
     W = sp.random(n, n, density=0.01, random_state=1)
     M = (sp.diags(rng.random(n)) + 0.1 * (W + W.T)).tocsr()
     xi, lam, nu = rng.random(n) + 0.5, 0.3, 0.7
-    At, norm = _eq19_transposed(K, M, xi, lam)
+    built, norm = _eq19(K, M, xi, lam)
     A = M @ K @ np.diag(xi) + lam * np.eye(n)
-    np.testing.assert_allclose(At, A.T, rtol=1e-12, atol=1e-12)
+    assert built.flags.c_contiguous
+    np.testing.assert_allclose(built, A, rtol=1e-12, atol=1e-12)
     assert norm == pytest.approx(np.abs(A).sum(axis=1).max(), rel=1e-12)
     S, norm = _symmetric_matrix(_kernel_times_m(K.copy(), M), M, nu, lam)
     dense = nu * M @ K @ M + lam * M.toarray()
@@ -347,3 +348,23 @@ def test_label_values_are_checked_before_casting():
     X, Y, _ = _problem()
     with pytest.raises(ValueError, match="0/1|Unknown label type"):
         MLMRRW().fit(X, np.where(Y == 1, 0.5, Y))
+
+
+def test_kept_buffers_give_the_same_fits_and_are_reused():
+    """Within kernels.kept_buffers (a job's trials) the n×n buffers of one fit serve the next of
+    the same size: the same numbers as fresh buffers, and a new buffer for a new size."""
+    from mlgraph.graphs import kernels
+
+    (X, Y, X_test), (X2, Y2, X2_test) = _problem(n=80, seed=11), _problem(n=60, seed=12)
+    fresh = [MLMRRW().fit(X, Y).decision_function(X_test), MLMRRW().fit(X2, Y2).decision_function(X2_test)]
+    with kernels.kept_buffers():
+        first = MLMRRW().fit(X, Y).decision_function(X_test)
+        kept = kernels._kept["kernel"], kernels._kept["system"]
+        again = MLMRRW().fit(X, Y).decision_function(X_test)
+        assert kernels._kept["kernel"] is kept[0] and kernels._kept["system"] is kept[1]
+        other = MLMRRW().fit(X2, Y2).decision_function(X2_test)
+        assert kernels._kept["kernel"].shape == (60, 60)
+    assert kernels._kept is None
+    for scores in (first, again):
+        np.testing.assert_array_equal(scores, fresh[0])
+    np.testing.assert_array_equal(other, fresh[1])

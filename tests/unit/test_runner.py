@@ -104,3 +104,25 @@ def test_predictions_come_from_the_scores_when_the_estimator_can(data):
     b = run_trials(ColumnMeans(), X, Y, trials, ["micro_f1", "avg_precision"], progress=False)
     assert (a.status == "ok").all()
     pd.testing.assert_series_equal(a.micro_f1, b.micro_f1)
+
+
+def test_forked_workers_start_the_trials_before_on_start_and_give_every_row(data):
+    """Parallel one-thread trials run in forked workers; ``on_start`` runs once, while they run,
+    before any row is handed to ``on_row``."""
+    X, Y = data
+    trials = labelling_rate_trials(len(X), rates=[0.1, 0.5], repeats=3, seed=0)
+    events = []
+    table = run_trials(
+        ColumnMeans(),
+        X,
+        Y,
+        trials,
+        ["avg_precision"],
+        Parallelism(2, 1),
+        progress=False,
+        on_row=lambda row: events.append("row"),
+        on_start=lambda: events.append("start"),
+    )
+    assert events == ["start"] + ["row"] * 6 and len(table) == 6
+    sequential = run_trials(ColumnMeans(), X, Y, trials, ["avg_precision"], Parallelism(1, 1), progress=False)
+    pd.testing.assert_series_equal(table.avg_precision, sequential.avg_precision)

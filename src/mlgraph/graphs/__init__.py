@@ -12,10 +12,12 @@ import scipy.sparse as sp
 from .bmatching import bmatching_graph, exact_bmatching
 from .kernels import check_sigma, gaussian_kernel, kernel_distance, median_sigma, squared_distances
 from .laplacian import laplacian
+from .search import SEARCHES, check_search, knn_recall
 from .sparsify import WEIGHTS, Graph, check_X, epsilon_graph, knn_graph
 
 __all__ = [
     "KINDS",
+    "SEARCHES",
     "WEIGHTS",
     "Graph",
     "bmatching_graph",
@@ -25,6 +27,7 @@ __all__ = [
     "gaussian_kernel",
     "kernel_distance",
     "knn_graph",
+    "knn_recall",
     "laplacian",
     "median_sigma",
     "squared_distances",
@@ -43,7 +46,9 @@ def build_graph(
     b: int | None = None,
     random_state: int | None = 0,
     sqdist: np.ndarray | None = None,
-) -> sp.csr_matrix:
+    search: str = "exact",
+    return_info: bool = False,
+) -> sp.csr_matrix | tuple[sp.csr_matrix, dict]:
     """Sparse symmetric weight matrix W (zero diagonal) of paper 000, Eq. 5-10.
 
     Parameters
@@ -57,6 +62,10 @@ def build_graph(
 
     sqdist : optional full squared-distance matrix of X; kernel methods have it already,
         and the kNN graph then reads its neighbours from it instead of searching again.
+    search : ``"exact"`` or, for ``kind="knn"``, ``"approximate"`` (an HNSW search, about
+        n log n, :mod:`mlgraph.graphs.search`; its recall is measured on a sample of rows).
+    return_info : also return the graph's diagnostics, ``{"knn_recall": ...}`` for an
+        approximate search (``{}`` otherwise; b-matching's objective and bound).
 
     Notes
     -----
@@ -68,10 +77,11 @@ def build_graph(
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
+    check_search(search, kind)
     X = check_X(X)
     sigma = median_sigma(X, random_state=random_state) if sigma is None else check_sigma(sigma)
     if kind == "knn":
-        graph = knn_graph(X, sigma, k, sqdist)
+        graph = knn_graph(X, sigma, k, sqdist, search, random_state)
     elif kind == "epsilon":
         if eps is None:
             raise ValueError("eps must be given for kind='epsilon'")
@@ -80,4 +90,5 @@ def build_graph(
         if b is None:
             raise ValueError("b must be given for kind='bmatching'")
         graph = bmatching_graph(X, sigma, b)
-    return graph.weights(weights)
+    W = graph.weights(weights)
+    return (W, dict(graph.info)) if return_info else W

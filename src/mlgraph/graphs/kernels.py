@@ -9,6 +9,7 @@ are nearest neighbours in Euclidean distance; the sparsifiers rely on this.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import numbers
 import sys
@@ -17,13 +18,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.linalg.blas
-from scipy.spatial.distance import pdist
+from scipy.spatial.distance import cdist, pdist
 from threadpoolctl import ThreadpoolController
 
 __all__ = [
     "blas_threads",
+    "buffer",
     "check_sigma",
     "gaussian_kernel",
+    "kept_buffers",
     "kernel_distance",
     "matmul",
     "median_sigma",
@@ -99,6 +102,39 @@ def on_one_blas_thread(method: Callable) -> Callable:
     return wrapper
 
 
+_kept: dict | None = None  # name -> the buffer kept for the next fit, while buffers are kept
+
+
+@contextlib.contextmanager
+def kept_buffers():
+    """Within the block, the large buffers of :func:`buffer` are kept from one call to the
+    next instead of freed: a job's trials fit the same n one after another, and writing into a
+    freshly allocated n×n buffer costs 1.3–1.7× more than into one already touched (the first
+    write of every page faults). For one thread at a time; the buffers are freed at the end."""
+    global _kept
+    outer = _kept
+    if outer is None:
+        _kept = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _kept = None
+
+
+def buffer(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """An uninitialised array of ``shape`` and ``dtype``: within :func:`kept_buffers`, the
+    one kept under ``name`` when it has that shape and dtype (else a new one, kept in its
+    place); outside, a new one. The caller must not keep it beyond its own call."""
+    if _kept is None:
+        return np.empty(shape, dtype)
+    found = _kept.get(name)
+    if found is None or found.shape != tuple(shape) or found.dtype != np.dtype(dtype):
+        _kept.pop(name, None)  # free the old one first
+        found = _kept[name] = np.empty(shape, dtype)
+    return found
+
+
 def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """``A @ B`` (2-D, float32 or float64) in C order, by the BLAS behind ``scipy.linalg``.
 
@@ -135,16 +171,19 @@ def row_blocks(n: int, fn: Callable[[slice], object], cols: int = 1 << 20) -> No
         list(pool.map(fn, blocks))
 
 
-def squared_distances(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
+def squared_distances(
+    A: np.ndarray, B: np.ndarray | None = None, out: np.ndarray | None = None
+) -> np.ndarray:
     """Squared Euclidean distances ``||a_i - b_j||^2`` between the rows of A and B.
 
     Vectorised as ``||a||^2 + ||b||^2 - 2 a b^T`` and clipped at 0 (cancellation can
     make it slightly negative); the norms are added in row panels, so the only n x m array
     is the result.  With ``B is None`` the result is the exactly symmetric self-distance
-    matrix of A with an exact zero diagonal, built by :func:`_self_sqdist`.
+    matrix of A with an exact zero diagonal, built by :func:`_self_sqdist` (into ``out``, an
+    n x n float64 C-ordered buffer, if given).
     """
     A = as_float_matrix(A, "A")
-    return _self_sqdist(A) if B is None else _cross_sqdist(A, B)
+    return _self_sqdist(A, out) if B is None else _cross_sqdist(A, B)
 
 
 def _cross_sqdist(A: np.ndarray, B: np.ndarray, scale: float | None = None) -> np.ndarray:
@@ -177,7 +216,7 @@ def _finish_gram(G: np.ndarray, sq_a: np.ndarray, sq_b: np.ndarray, scale: float
     row_blocks(G.shape[0], finish, G.shape[1])
 
 
-def _self_sqdist(A: np.ndarray) -> np.ndarray:
+def _self_sqdist(A: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Self-distances of the rows of A, by row strips of the upper triangle.
 
     Strip ``s:e`` is the diagonal tile ``A_s A_s^T`` (BLAS syrk, bitwise symmetric) and the
@@ -189,7 +228,7 @@ def _self_sqdist(A: np.ndarray) -> np.ndarray:
     """
     n = A.shape[0]
     sq = np.einsum("ij,ij->i", A, A)
-    G = np.empty((n, n))
+    G = np.empty((n, n)) if out is None else out
     for start in range(0, n, _GRAM_ROWS):
         stop = min(n, start + _GRAM_ROWS)
         tile = A[start:stop]
@@ -228,14 +267,48 @@ def median_sigma(
     if n > max_samples:
         rows = np.sort(np.random.default_rng(random_state).choice(n, size=max_samples, replace=False))
     if sqdist is None:
-        distances = pdist(X[rows])
+        sigma = float(np.median(pdist(X[rows]))) if X.shape[1] < 128 else _median_pdist(X[rows])
     else:
-        sub = np.asarray(sqdist)[np.ix_(rows, rows)]
-        distances = np.sqrt(sub[np.triu_indices(len(rows), 1)])
-    sigma = float(np.median(distances))
+        # the median of the square roots is the square root of the middle squared values (sqrt is
+        # monotone), averaged as np.median averages: the same number, one sqrt per middle value
+        squared = np.asarray(sqdist)[np.ix_(rows, rows)][_upper_pairs(len(rows))]
+        middle = [(squared.shape[0] - 1) // 2, squared.shape[0] // 2]
+        sigma = float(np.median(np.sqrt(np.partition(squared, middle)[middle])))
     if sigma <= 0.0:
         raise ValueError("median pairwise distance is 0 (mostly duplicate rows); pass sigma explicitly")
     return sigma
+
+
+@functools.lru_cache(maxsize=4)
+def _upper_pairs(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.triu_indices(m, 1)``, read-only, kept for the next call of the same size."""
+    pairs = np.triu_indices(m, 1)
+    for index in pairs:
+        index.flags.writeable = False
+    return pairs
+
+
+def _median_pdist(X: np.ndarray) -> float:
+    """``np.median(scipy.spatial.distance.pdist(X))``, bit for bit, without computing every
+    distance exactly: squared distances by the Gram product (errors far below ``tol``) locate
+    the middle order statistics; every pair whose Gram value lies within ``2 tol`` of them is
+    computed as ``pdist`` computes it (``cdist`` on the pair: the same arithmetic) and the
+    middle ones are taken among those. The pairs outside that band are on the same side of the
+    median in both, since order statistics move at most ``tol`` under errors of at most
+    ``tol``. For 1,000 rows of 294 features 3× faster than ``pdist``, which is faster below
+    about 128 features."""
+    sq = np.einsum("ij,ij->i", X, X)
+    upper = _upper_pairs(X.shape[0])
+    gram = (sq[:, None] + sq[None, :] - 2.0 * (X @ X.T))[upper]
+    count = gram.shape[0]
+    middle = [(count - 1) // 2, count // 2]
+    low, high = np.partition(gram, middle)[middle]
+    tol = 1e-10 * (4.0 * sq.max() + np.finfo(np.float64).tiny)
+    below = int(np.count_nonzero(gram < low - 2 * tol))
+    band = np.flatnonzero((gram >= low - 2 * tol) & (gram <= high + 2 * tol))
+    first, second = upper[0][band], upper[1][band]
+    exact = np.sort([cdist(X[i : i + 1], X[j : j + 1])[0, 0] for i, j in zip(first, second, strict=True)])
+    return float(np.median(exact[[middle[0] - below, middle[1] - below]]))
 
 
 def gaussian_kernel(A: np.ndarray, B: np.ndarray | None = None, sigma: float | None = None) -> np.ndarray:

@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
 from .kernels import as_float_matrix, check_sigma, kernel_distance, row_blocks, squared_distances
+from .search import approximate_neighbours, check_search, knn_recall
 
 __all__ = ["Graph", "WEIGHTS", "epsilon_graph", "knn_graph"]
 
@@ -250,7 +251,14 @@ def check_sqdist(sqdist: np.ndarray, n: int) -> np.ndarray:
     return sqdist
 
 
-def knn_graph(X: np.ndarray, sigma: float, k: int, sqdist: np.ndarray | None = None) -> Graph:
+def knn_graph(
+    X: np.ndarray,
+    sigma: float,
+    k: int,
+    sqdist: np.ndarray | None = None,
+    search: str = "exact",
+    random_state: int | None = 0,
+) -> Graph:
     """kNN graph of Eq. 8, symmetrised by ``B = max(B, B^T)``.
 
     Each row first keeps its ``k`` smallest ``H_ij``, ``j != i`` (the minimiser of Eq. 8);
@@ -259,10 +267,18 @@ def knn_graph(X: np.ndarray, sigma: float, k: int, sqdist: np.ndarray | None = N
     points are each other's neighbours (``H = 0``), and the edge is kept in ``B``.
     Deterministic: ties at the k-th distance go to the lower index.
     ``sqdist``: optional precomputed squared distances of X (see :func:`knn_pairs`).
+    ``search="approximate"``: the neighbours of :func:`mlgraph.graphs.search.approximate_neighbours`
+    instead (about n log n instead of n²; ``sqdist`` is then not used), and ``info["knn_recall"]``
+    their recall on rows drawn with ``random_state`` (:func:`mlgraph.graphs.search.knn_recall`).
     """
     X = check_X(X)
     sigma = check_sigma(sigma)
     k = check_k(k, X.shape[0])
+    if check_search(search) == "approximate":
+        neighbours = approximate_neighbours(X, k)
+        rows, cols = unique_pairs(X.shape[0], np.repeat(np.arange(X.shape[0]), k), neighbours.ravel())
+        info = {"knn_recall": knn_recall(X, neighbours, random_state)}
+        return graph_from_pairs(X, sigma, rows, cols, info)
     rows, cols = knn_pairs(X, k, sqdist)
     return graph_from_pairs(X, sigma, rows, cols)
 

@@ -208,25 +208,25 @@ def standardisation(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return X.mean(axis=0), np.where(scale > 0, scale, np.inf)
 
 
-def cached_graph(memory, X: np.ndarray, **params):
+def cached_graph(memory, X: np.ndarray, **params) -> tuple[sp.csr_matrix, dict]:
     """:func:`mlgraph.graphs.build_graph` through the graph cache of :mod:`mlgraph.cache` in
     folder ``memory`` (a str or path, a ``joblib.Memory`` whose ``location`` is the folder, or
     None for no cache), keyed by the content of ``X``, ``params`` and the source of
-    ``mlgraph.graphs`` (and everything it imports).
+    ``mlgraph.graphs`` (and everything it imports): the weight matrix W and the graph's
+    diagnostics (``{"knn_recall": ...}`` for an approximate search).
 
     Methods that share a graph for a split (ML-MR and ML-MRRW on the training points; ML-GFHF
     and ML-LGC on training plus test points) then build it once, even across the processes of
     a Hydra sweep. A precomputed ``sqdist`` is a function of ``X`` and is left out of the key.
     """
     sqdist = params.pop("sqdist", None)
-    return cached(
-        memory,
-        "graphs",
-        lambda: {"W": build_graph(X, sqdist=sqdist, **params)},
-        inputs={"X": X},
-        params=params,
-        module="mlgraph.graphs",
-    )["W"]
+
+    def compute() -> dict:
+        W, info = build_graph(X, sqdist=sqdist, return_info=True, **params)
+        return {"W": W, **{f"info.{key}": float(value) for key, value in info.items()}}
+
+    fields = cached(memory, "graphs", compute, inputs={"X": X}, params=params, module="mlgraph.graphs")
+    return fields["W"], {key[5:]: value for key, value in fields.items() if key.startswith("info.")}
 
 
 def shared_median_sigma(memory, X: np.ndarray, random_state, sqdist: np.ndarray | None = None) -> float:

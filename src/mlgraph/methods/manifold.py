@@ -28,14 +28,19 @@ Solvers (parameter ``solver``):
   shrinking before the residual passes dsgesv's backward-error test (cond ≳ 1/ε₃₂, e.g.
   γ_A ≤ 1e-9 with a wide σ), the system is factorised again in float64
   (``solver_report_["precision"]`` says which was used). ``precision="double"`` always
-  factorises in float64. The fit holds at most 1.5 n×n float64 matrices with ``"mixed"`` (2 with
-  ``"double"``): the squared distances (one matrix serves σ, the graph and, exponentiated in
-  place, K) and the system.
-  The system is assembled as its transpose Aᵀ = Ξ K M + λI (M is symmetric) in C order, panel by
-  panel (a panel of Aᵀ reads only the same rows of K; in float32 arithmetic for the float32
-  factorisation, :func:`_eq19_transposed`), and is then A in Fortran order, which
-  LAPACK factorises in place (``overwrite_a``). The dense products after the training distances,
-  and those of the scores, go through scipy's BLAS, the library of the factorisation
+  factorises in float64. The fit holds two n×n matrices, 1.5 n×n float64 with ``"mixed"`` (2 with
+  ``"double"``): the squared distances (one buffer serves σ and the graph and becomes K in
+  place) and the system; with the graph search's row blocks and the O(n) arrays its peak
+  (tracemalloc) is 1.63 n×n at n = 8,000, 1.74 at 4,000 and 2.04 at 1,611 with ``"mixed"``
+  (2.12, 2.23, 2.30 with ``"double"``). The scores add blocks of at most 2²⁴ test-kernel entries.
+  The system A is assembled in C order by column panels (a panel of A reads only the same
+  columns of K, pieces of its rows; in float32 arithmetic for the float32 factorisation,
+  :func:`_eq19`), and is then Aᵀ in Fortran order, which LAPACK factorises in place
+  (``overwrite_a``); the transposed triangular solves then solve A x = b. The kernel's exp is
+  applied to each panel as the first assembly reads it, and within
+  :func:`mlgraph.graphs.kernels.kept_buffers` (a job's trials) both n×n buffers serve the next
+  fit of the same n. The dense products after the training distances, and those of the
+  scores, go through scipy's BLAS, the library of the factorisation
   (:func:`mlgraph.graphs.kernels.matmul`).
 - ``"nystrom"`` is an **approximation** that scales linearly in n: K is replaced by its Nyström
   approximation K̃ = Φ Φᵀ from ``n_landmarks`` landmark points (Φ = K_nm U Λ^-½ from the
@@ -49,9 +54,13 @@ Solvers (parameter ``solver``):
   Eq. 19 with K̃ is then solved exactly by the Woodbury identity: with
   S = λI + Φᵀ Ξ M Φ (r×r, r ≤ m), Φᵀ Ξ Θ = S⁻¹ Φᵀ Ξ Y and F̃ = Φ_e S⁻¹ Φᵀ Ξ Y. Φ is never
   formed: Φᵀ Ξ M Φ = Tᵀ (K_mn Ξ M K_nm) T with T = U Λ^-½, accumulated over row blocks of K_nm.
-  The fit costs O(n m (d + m)) time and one n×m matrix of memory, plus the graph's neighbour
-  search (scikit-learn's ``NearestNeighbors`` for kNN: trees in low dimension, otherwise brute
-  force in chunks, never an n×n matrix); a prediction needs the kernel to the m landmarks only.
+  The fit costs O(n m (d + m)) time and one n×m matrix of memory (K_nm, stored in float32 above
+  2²⁸ entries: 4 GB for a million rows and 1,000 landmarks, its products accumulated in
+  float64), plus the graph's neighbour search: with ``knn_search="exact"`` scikit-learn's
+  ``NearestNeighbors`` (trees in low dimension, otherwise brute force in chunks: no n×n matrix
+  but n² time), with ``knn_search="approximate"`` an HNSW search (:mod:`mlgraph.graphs.search`,
+  about n log n, its recall in ``graph_report_``), which keeps the whole fit about linear in n
+  to a million rows. A prediction needs the kernel to the m landmarks only.
   With every training point a landmark (``n_landmarks ≥ n``, either rule) and K of full
   numerical rank it is the exact solution.
 
@@ -96,8 +105,8 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
 
 from mlgraph.cache import SharedWork, shared
-from mlgraph.graphs import KINDS, WEIGHTS, gaussian_kernel, laplacian, squared_distances
-from mlgraph.graphs.kernels import blas_threads, exp_scaled, matmul, row_blocks
+from mlgraph.graphs import KINDS, SEARCHES, WEIGHTS, gaussian_kernel, laplacian, squared_distances
+from mlgraph.graphs.kernels import blas_threads, buffer, exp_scaled, matmul, one_blas_thread, row_blocks
 from mlgraph.graphs.sparsify import check_k, graph_from_pairs, unique_pairs
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
@@ -118,6 +127,10 @@ LANDMARKS = ("kmeans", "random")
 _KMEANS_ITER = 5
 # Elements of one block of the test kernel in decision_function (bounds its memory).
 _KERNEL_BLOCK = 1 << 24
+# Largest K_nm (training rows × landmarks) the Nyström solver stores in float64; a larger one is
+# stored in float32 (half the memory: 4 GB for a million rows and 1,000 landmarks), its products
+# accumulated in float64.
+_NYSTROM_FLOAT64_ELEMENTS = 1 << 28
 # Rows per sparse-times-dense product while assembling (bounds the temporaries).
 _ASSEMBLY_ROWS = 64
 # Rows of Eq. 19 whose residual solver_report_ records.
@@ -140,31 +153,38 @@ def _by_panels(n: int, fn) -> None:
     row_blocks(-(-n // _ASSEMBLY_ROWS), run, n * _ASSEMBLY_ROWS)
 
 
-def _eq19_transposed(
-    K: np.ndarray, M: sp.csr_matrix, xi: np.ndarray, lam: float, dtype=np.float64
+def _eq19(
+    K: np.ndarray, M: sp.csr_matrix, xi: np.ndarray, lam: float, dtype=np.float64, scale: float | None = None
 ) -> tuple[np.ndarray, float]:
-    """Aᵀ = Ξ K M + λI, the transpose of Eq. 19's system A = M K Ξ + λI (M is symmetric), in C
-    order and ``dtype``; and ‖A‖∞ (its largest row sum, for the refinement's stopping rule).
-    Row panel J of Aᵀ is ξ_J (M K_Jᵀ)ᵀ, which reads only rows J of K (a row panel of A would
-    gather the rows of K of every neighbour: ten times the memory traffic). The products run in
-    ``dtype``: for the float32 system of the mixed-precision solve that halves the memory
-    traffic and doubles the SIMD width, with rounding differences (about 1e-6 relative on
-    tmc2007-500) far below the float32 LU's own backward error; the refinement against the
-    float64 K gives the same solution."""
+    """Eq. 19's system A = M K Ξ + λI in C order and ``dtype`` (so ``A.T`` is Aᵀ in Fortran
+    order, which LAPACK factorises in place), and ‖A‖∞ (its largest row sum, for the
+    refinement's stopping rule). Column panel J of A is ξ_J (M K_{:,J}): it reads K_{:,J}, a
+    contiguous piece of each row of K, and writes A_{:,J}, a contiguous piece of each row of A
+    (a row panel would gather the rows of K of every neighbour: ten times the memory traffic).
+    The products run in ``dtype``: for the float32 system of the mixed-precision solve that
+    halves the memory traffic and doubles the SIMD width, with rounding differences (about 1e-6
+    relative on tmc2007-500) far below the float32 LU's own backward error; the refinement
+    against the float64 K gives the same solution. With ``scale``, K holds squared distances
+    and each panel becomes the kernel exp(scale · K) (Eq. 5) as it is read, in place: one pass
+    over K less. A float32 system is written into the buffer ``"system"`` (:func:`buffer`)."""
     n = K.shape[0]
-    At = np.empty(K.shape, dtype=dtype)
+    A = buffer("system", K.shape, dtype) if dtype == np.float32 else np.empty(K.shape, dtype=dtype)
     M, xi = M.astype(dtype), xi.astype(dtype)
-    col_sums = np.zeros((-(-n // _ASSEMBLY_ROWS), n))  # one row per panel
+    row_sums = np.zeros((-(-n // _ASSEMBLY_ROWS), n))  # one row per panel
 
-    def assemble(rows: slice) -> None:
-        part = (M @ np.ascontiguousarray(K[rows].T, dtype=dtype)).T
-        part *= xi[rows, None]
-        np.abs(part).sum(axis=0, dtype=np.float64, out=col_sums[rows.start // _ASSEMBLY_ROWS])
-        At[rows] = part
+    def assemble(cols: slice) -> None:
+        panel = K[:, cols]
+        if scale is not None:
+            panel *= scale
+            np.exp(panel, out=panel)
+        part = M @ np.ascontiguousarray(panel, dtype=dtype)
+        part *= xi[cols]
+        np.abs(part).sum(axis=1, dtype=np.float64, out=row_sums[cols.start // _ASSEMBLY_ROWS])
+        A[:, cols] = part
 
     _by_panels(n, assemble)
-    At.flat[:: n + 1] += lam
-    return At, float(col_sums.sum(axis=0).max()) + lam
+    A.flat[:: n + 1] += lam
+    return A, float(row_sums.sum(axis=0).max()) + lam
 
 
 def _kernel_times_m(K: np.ndarray, M: sp.csr_matrix) -> np.ndarray:
@@ -182,7 +202,7 @@ def _symmetric_matrix(
 ) -> tuple[np.ndarray, float]:
     """S = ν M K M + λ M, the symmetric form of Eq. 19 for Ξ = νI, from U = K M, in ``dtype``:
     row panel J of S = ν Uᵀ M + λM is ν (M U_{:,J})ᵀ + λ M_J, products in ``dtype``
-    (as in :func:`_eq19_transposed`); and ‖S‖∞."""
+    (as in :func:`_eq19`); and ‖S‖∞."""
     n = U.shape[0]
     S = np.empty(U.shape, dtype=dtype)
     M, row_sums = M.astype(dtype), np.empty(n)
@@ -240,8 +260,12 @@ def _kmeans_landmarks(Xs: np.ndarray, m: int, random_state) -> np.ndarray:
     of one Lloyd iteration) moved by ``_KMEANS_ITER`` Lloyd iterations. On tmc2007-500
     (8,000 rows, 1,000 centres) scikit-learn's default seeding, which tries 2 + ln m candidates
     per centre, cost 1.5 s more for the same average precision, and 10 or 20 iterations gave the
-    same as 5; seeds drawn uniformly were as cheap but can leave a cluster without a centre."""
-    seeds, _ = kmeans_plusplus(Xs, m, n_local_trials=1, random_state=random_state)
+    same as 5; seeds drawn uniformly were as cheap but can leave a cluster without a centre.
+    The seeding's m small products (one row against all) run on one BLAS thread: two threads
+    synchronise at every one of them (16,000 rows, 1,000 centres: 0.6 s on one thread, up to 20 s
+    on two of a busy 2-core machine)."""
+    with one_blas_thread():
+        seeds, _ = kmeans_plusplus(Xs, m, n_local_trials=1, random_state=random_state)
     return KMeans(m, init=seeds, n_init=1, max_iter=_KMEANS_ITER).fit(Xs).cluster_centers_
 
 
@@ -271,6 +295,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
             f"one of {LANDMARKS} (k-means centres or random training points)",
         ),
         "precision": (lambda v: v in PRECISIONS, f"one of {PRECISIONS} (factorisation of the exact solver)"),
+        "knn_search": (lambda v: v in SEARCHES, f"one of {SEARCHES} (the kNN graph's neighbour search)"),
     }
 
     def __init__(
@@ -290,6 +315,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         n_landmarks=1000,
         precision="mixed",
         landmarks="kmeans",
+        knn_search="exact",
     ):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
@@ -306,6 +332,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         self.n_landmarks = n_landmarks
         self.precision = precision
         self.landmarks = landmarks
+        self.knn_search = knn_search
 
     def _reliance_weights(self, labelled: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -321,24 +348,26 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         target = np.where(labelled[:, None], 2.0 * Y - 1.0, 0.0)  # ±1 / 0 rows
         lam = l * self.gamma_A
         fit = self._fit_exact if self.solver == "exact" else self._fit_nystrom
-        theta, kernel_rows, rows, M = fit(Xs, labelled, xi, target, lam)
+        theta, cols, kernel_theta, rows, M = fit(Xs, labelled, xi, target, lam)
         # Eq. 19's residual on sampled rows: (M K Ξ Θ)_J = M_J (K Ξ Θ)_{cols of M_J}.
-        residual = M[rows][:, kernel_rows[0]] @ matmul(kernel_rows[1], xi[:, None] * theta)
-        residual += lam * theta[rows] - target[rows]
+        residual = M[rows][:, cols] @ kernel_theta + lam * theta[rows] - target[rows]
         self.solver_report_["residual"] = float(np.abs(residual).max())
         self.n_labelled_ = l
         return self
 
     def _graph(self, Xs: np.ndarray, sqdist: np.ndarray | None) -> sp.csr_matrix:
-        """σ (Eq. 5, median heuristic × sigma_scale) and the weight matrix W (Eq. 6–10). Without
-        ``sqdist`` (Nyström) a kNN graph comes from scikit-learn's neighbour search (trees where
-        they help, no n×n matrix; exact ties may go to other indices than the exact path's)."""
+        """σ (Eq. 5, median heuristic × sigma_scale) and the weight matrix W (Eq. 6–10), with
+        the graph's diagnostics in ``graph_report_`` (the recall of an approximate search).
+        Without ``sqdist`` (Nyström) an exact kNN graph comes from scikit-learn's neighbour
+        search (trees where they help, no n×n matrix; exact ties may go to other indices than
+        the exact path's)."""
         if self.sigma is None:
             base_sigma = shared_median_sigma(self.memory, Xs, self.random_state, sqdist)
         else:
             base_sigma = self.sigma
         self.sigma_ = float(base_sigma) * self.sigma_scale
-        if sqdist is None and self.graph == "knn":
+        self.graph_report_ = {}
+        if sqdist is None and self.graph == "knn" and self.knn_search == "exact":
             k = check_k(self.k, Xs.shape[0])
             nearest = (
                 NearestNeighbors(n_neighbors=k, n_jobs=blas_threads())
@@ -348,7 +377,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
             pairs = unique_pairs(Xs.shape[0], np.repeat(np.arange(Xs.shape[0]), k), nearest.ravel())
             self.graph_ = graph_from_pairs(Xs, self.sigma_, *pairs).weights(self.weights)
             return self.graph_
-        self.graph_ = cached_graph(
+        self.graph_, self.graph_report_ = cached_graph(
             self.memory,
             Xs,
             kind=self.graph,
@@ -359,18 +388,15 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
             b=self.b,
             random_state=self.random_state,
             sqdist=sqdist,
+            search=self.knn_search,
         )
         return self.graph_
 
-    def _kernel_and_graph(self, Xs: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
-        """K (Eq. 5) and W (Eq. 6–10) from one squared-distance matrix, which serves σ, the graph
-        and, exponentiated in place, the kernel. With a :class:`~mlgraph.cache.SharedWork` as
-        ``memory`` (nested selection: many fits on the same rows) the distances and each σ's
-        kernel are computed once and shared (the kNN selection restores what it marks)."""
-        if not isinstance(self.memory, SharedWork):
-            K = squared_distances(Xs)
-            W = self._graph(Xs, K)
-            return exp_scaled(K, -0.5 / self.sigma_**2), W
+    def _shared_kernel_and_graph(self, Xs: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
+        """K (Eq. 5) and W (Eq. 6–10) when ``memory`` is a :class:`~mlgraph.cache.SharedWork`
+        (nested selection: many fits on the same rows): the squared distances and each σ's
+        kernel are computed once and shared, and never written (the kNN selection restores what
+        it marks)."""
         inputs, module = {"X": Xs}, "mlgraph.graphs"
         sqdist = shared(
             self.memory,
@@ -404,16 +430,22 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         """Eq. 19 by one factorisation of the n×n system (see the module notes): Cholesky of
         the symmetric form when Ξ = νI and M is positive definite, LU otherwise; in single
         precision refined to double (:func:`_refined_solve`), else in double precision."""
-        K, W = self._kernel_and_graph(Xs)
+        n = Xs.shape[0]
+        if isinstance(self.memory, SharedWork):  # a kernel other fits share, read only
+            K, W = self._shared_kernel_and_graph(Xs)
+            scale = None
+        else:  # one n×n buffer: the squared distances serve σ and the graph, then become K (Eq. 5)
+            K = squared_distances(Xs, out=buffer("kernel", (n, n), np.float64))
+            W = self._graph(Xs, K)
+            scale = -0.5 / self.sigma_**2
         M, rows = self._system_rows(W, labelled)
         cols = np.unique(M[rows].indices)
-        kernel_rows = (cols, K[cols])  # for the residual
         symmetric = self.gamma_I > 0 and np.ptp(xi) == 0 and _every_component_labelled(self.graph_, labelled)
-        if symmetric and isinstance(self.memory, SharedWork):  # a kernel other fits share stays as it is
-            K = K.copy()
-        base = _kernel_times_m(K, M) if symmetric else K  # K M over K's buffer, or K
-        del K
         if symmetric:  # (ν M K M + λ M) β = Y, Θ = M β
+            K = K.copy() if scale is None else exp_scaled(K, scale)
+            kernel_rows = K[cols]  # for the residual
+            base = _kernel_times_m(K, M)  # K M over K's buffer
+            del K
 
             def build(dtype):
                 return _symmetric_matrix(base, M, xi[0], lam, dtype)
@@ -427,19 +459,26 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
             def solve(factor, b):
                 return scipy.linalg.cho_solve(factor, b, check_finite=False)
         else:
+            base, kernel_rows = K, (K[cols] if scale is None else None)
+            del K
 
-            def build(dtype):
-                return _eq19_transposed(base, M, xi, lam, dtype)
+            def build(dtype):  # the first assembly turns the distances into K as it reads them
+                nonlocal kernel_rows
+                system = _eq19(base, M, xi, lam, dtype, scale if kernel_rows is None else None)
+                if kernel_rows is None:
+                    kernel_rows = base[cols]  # for the residual
+                return system
 
             def apply(theta):
                 return M @ matmul(base, xi[:, None] * theta) + lam * theta
 
-            # Aᵀ in C order is A in Fortran order: LAPACK factorises it in place.
-            def factorise(At):
-                return scipy.linalg.lu_factor(At.T, overwrite_a=True, check_finite=False)
+            # A in C order is Aᵀ in Fortran order: LAPACK factorises Aᵀ in place, and its
+            # transposed solves (getrs 'T', also the faster ones) solve A x = b.
+            def factorise(A):
+                return scipy.linalg.lu_factor(A.T, overwrite_a=True, check_finite=False)
 
             def solve(factor, b):
-                return scipy.linalg.lu_solve(factor, b, check_finite=False)
+                return scipy.linalg.lu_solve(factor, b, trans=1, check_finite=False)
 
         x, steps = (
             _refined_solve(build, factorise, solve, apply, target) if self.precision == "mixed" else (None, 0)
@@ -452,6 +491,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         theta = M @ x if symmetric else x
         self.X_fit_ = Xs
         self.dual_coef_ = xi[:, None] * theta  # Ξ Θ*
+        kernel_theta = matmul(kernel_rows, self.dual_coef_)
         self.solver_report_ = {
             "solver": "exact",
             "factorisation": "cholesky" if symmetric else "lu",
@@ -461,10 +501,12 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
             "rank": len(Xs),
             "kernel_trace_error": 0.0,
         }
-        return theta, kernel_rows, rows, M
+        return theta, cols, kernel_theta, rows, M
 
     def _fit_nystrom(self, Xs, labelled, xi, target, lam):
-        """Eq. 19–20 with the Nyström kernel K̃ = Φ Φᵀ, by the Woodbury identity (module notes)."""
+        """Eq. 19–20 with the Nyström kernel K̃ = Φ Φᵀ, by the Woodbury identity (module notes).
+        K_nm is stored in float64, or in float32 beyond ``_NYSTROM_FLOAT64_ELEMENTS`` entries,
+        and read by row blocks; every product over it is accumulated in float64."""
         n = Xs.shape[0]
         M, rows = self._system_rows(self._graph(Xs, None), labelled)
         rng = np.random.default_rng(self.random_state)
@@ -472,34 +514,57 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
             P = Xs[np.sort(rng.choice(n, min(n, self.n_landmarks), replace=False))]
         else:
             P = _kmeans_landmarks(Xs, self.n_landmarks, self.random_state)
-        evals, evecs = scipy.linalg.eigh(gaussian_kernel(P, sigma=self.sigma_))
+        m = len(P)
+        with one_blas_thread():  # m = 1,000: two threads gain little and stall on a busy machine
+            evals, evecs = scipy.linalg.eigh(gaussian_kernel(P, sigma=self.sigma_))
         keep = evals > 1e-10 * evals[-1]
         T = evecs[:, keep] / np.sqrt(evals[keep])  # Φ = K_nm T
-        C = np.empty((n, len(P)))  # K_nm
-        step = max(1, _KERNEL_BLOCK // len(P))
-        for start in range(0, n, step):
-            C[start : start + step] = gaussian_kernel(Xs[start : start + step], P, sigma=self.sigma_)
-        G = np.zeros((len(P), len(P)))  # K_mn Ξ M K_nm, by row blocks
-        for start in range(0, n, step):
-            block = slice(start, start + step)
-            G += C[block].T @ (xi[block, None] * (M[block] @ C))
+        dtype = np.float64 if n * m <= _NYSTROM_FLOAT64_ELEMENTS else np.float32
+        C = np.empty((n, m), dtype)  # K_nm
+        step = max(1, _KERNEL_BLOCK // m)
+        blocks = [slice(start, start + step) for start in range(0, n, step)]
+        for block in blocks:
+            C[block] = gaussian_kernel(Xs[block], P, sigma=self.sigma_)
+        M_c = M.astype(dtype)
+        G = np.zeros((m, m))  # K_mn Ξ M K_nm, by row blocks
+        R = np.zeros((m, target.shape[1]))  # K_mn Ξ Y
+        MC = np.empty((step, m), dtype)  # (M K_nm) of a block, its rows in threads
+        for block in blocks:
+            rows_of = M_c[block]
+            MC_block = MC[: rows_of.shape[0]]
+
+            def product(part: slice, rows_of=rows_of, MC_block=MC_block, C=C) -> None:
+                MC_block[part] = rows_of[part] @ C
+
+            row_blocks(rows_of.shape[0], product, m)
+            C_block = C[block].astype(np.float64, copy=False)
+            G += C_block.T @ (xi[block, None] * MC_block)
+            R += C_block.T @ (xi[block, None] * target[block])
         S = T.T @ G @ T  # Φᵀ Ξ M Φ
         S.flat[:: S.shape[0] + 1] += lam  # + λ I
-        Z = scipy.linalg.solve(S, T.T @ (C.T @ (xi[:, None] * target)), check_finite=False)  # Φᵀ Ξ Θ
+        Z = scipy.linalg.solve(S, T.T @ R, check_finite=False)  # Φᵀ Ξ Θ
         self.X_fit_ = P
         self.dual_coef_ = T @ Z  # F̃ = K_em T Z (Eq. 20)
-        theta = (target - M @ (C @ self.dual_coef_)) / lam  # Θ over all n points
-        cols = np.unique(M[rows].indices)
-        kernel_rows = (cols, gaussian_kernel(Xs[cols], Xs, sigma=self.sigma_))  # exact K, for the residual
+        fitted = np.empty_like(target)  # K̃ Ξ Θ = K_nm T Z
+        for block in blocks:
+            fitted[block] = C[block].astype(np.float64, copy=False) @ self.dual_coef_
+        theta = (target - M @ fitted) / lam  # Θ over all n points
         sample = rng.choice(n, min(n, 1000), replace=False)  # tr(K̃)/tr(K), K_ii = 1
-        trace = np.einsum("ij,ij->", C[sample] @ T, C[sample] @ T) / len(sample)
+        features = C[sample].astype(np.float64) @ T
+        trace = np.einsum("ij,ij->", features, features) / len(sample)
+        del C
+        cols = np.unique(M[rows].indices)
+        kernel_theta = np.zeros((len(cols), target.shape[1]))  # exact K Ξ Θ, for the residual
+        weighted = xi[:, None] * theta
+        for block in blocks:
+            kernel_theta += gaussian_kernel(Xs[cols], Xs[block], sigma=self.sigma_) @ weighted[block]
         self.solver_report_ = {
             "solver": "nystrom",
-            "n_landmarks": len(P),
+            "n_landmarks": m,
             "rank": int(keep.sum()),
             "kernel_trace_error": float(1.0 - trace),
         }
-        return theta, kernel_rows, rows, M
+        return theta, cols, kernel_theta, rows, M
 
     def decision_function(self, X) -> np.ndarray:
         """Real-valued label scores F̃ = K_e Ξ Θ* (Eq. 20), with the test kernel built in blocks
@@ -552,6 +617,7 @@ class MLMRRW(_ManifoldRegularization):
         n_landmarks=1000,
         precision="mixed",
         landmarks="kmeans",
+        knn_search="exact",
         nu1=1.0,
         nu2=0.1,
     ):
@@ -571,6 +637,7 @@ class MLMRRW(_ManifoldRegularization):
             n_landmarks=n_landmarks,
             precision=precision,
             landmarks=landmarks,
+            knn_search=knn_search,
         )
         self.nu1 = nu1
         self.nu2 = nu2

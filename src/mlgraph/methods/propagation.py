@@ -32,6 +32,10 @@ CSC, minimum-degree ordering of the symmetric pattern), one factorisation for al
 iteration count, no dense inverse, no dense n×n matrix (σ comes from a subsample, the kNN graph
 from row blocks).
 
+Neighbour search: ``knn_search="approximate"`` builds the kNN graph from an HNSW search
+(:mod:`mlgraph.graphs.search`, about n log n instead of n²) and records its recall in
+``graph_report_`` (``{}`` for the exact search).
+
 Components: the connected components of the graph are found with
 ``scipy.sparse.csgraph.connected_components`` on the edges of positive weight. The systems are
 solved only on the components that hold a labelled node (for GFHF the restricted D_uu − W_uu is
@@ -72,7 +76,7 @@ from scipy.sparse.linalg import splu
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from mlgraph.graphs import KINDS, WEIGHTS
+from mlgraph.graphs import KINDS, SEARCHES, WEIGHTS
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
     ScoreThresholdMixin,
@@ -166,6 +170,7 @@ class _GraphPropagation(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEsti
         "graph": (lambda v: v in KINDS, f"one of {KINDS}"),
         "k": (positive_int, "a positive integer (neighbours of the kNN graph, Eq. 8)"),
         "weights": (lambda v: v in WEIGHTS, f"one of {WEIGHTS} (Eq. 10 as printed, or U∘B)"),
+        "knn_search": (lambda v: v in SEARCHES, f"one of {SEARCHES} (the kNN graph's neighbour search)"),
     }
 
     def __init__(
@@ -179,6 +184,7 @@ class _GraphPropagation(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEsti
         weights="heat",
         random_state=0,
         memory=None,
+        knn_search="exact",
     ):
         self.sigma = sigma
         self.sigma_scale = sigma_scale
@@ -189,12 +195,14 @@ class _GraphPropagation(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEsti
         self.weights = weights
         self.random_state = random_state
         self.memory = memory
+        self.knn_search = knn_search
 
     def _scores(self, W, Y, labelled) -> np.ndarray:
         raise NotImplementedError
 
     def _transduce(self, X: np.ndarray, Y: np.ndarray, labelled: np.ndarray):
-        """(scores of every row, W, σ) for validated X, Y; features standardised on all rows."""
+        """(scores of every row, W, σ, the graph's diagnostics) for validated X, Y; features
+        standardised on all rows."""
         mean, scale = standardisation(X)
         Xs = (X - mean) / scale
         if self.sigma is None:
@@ -202,7 +210,7 @@ class _GraphPropagation(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEsti
         else:
             base_sigma = self.sigma
         sigma = float(base_sigma) * self.sigma_scale
-        W = cached_graph(
+        W, info = cached_graph(
             self.memory,
             Xs,
             kind=self.graph,
@@ -213,8 +221,9 @@ class _GraphPropagation(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEsti
             b=self.b,
             random_state=self.random_state,
             sqdist=None,
+            search=self.knn_search,
         )
-        return self._scores(W, Y, labelled), W, sigma
+        return self._scores(W, Y, labelled), W, sigma, info
 
     def fit(self, X, Y):
         """Propagate the labels of ``Y`` over the graph of all rows of ``X``; rows of ``Y`` equal
@@ -222,7 +231,7 @@ class _GraphPropagation(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEsti
         ``label_scores_`` and thresholded in ``transduction_``."""
         check_params(self, self._rules)
         X, Y, labelled = self._check_fit_data(X, Y)
-        scores, self.graph_, self.sigma_ = self._transduce(X, Y, labelled)
+        scores, self.graph_, self.sigma_, self.graph_report_ = self._transduce(X, Y, labelled)
         self.label_scores_ = scores
         self.transduction_ = (scores > self.threshold).astype(np.int8)
         self.X_fit_, self.Y_fit_ = X, Y
@@ -238,7 +247,7 @@ class _GraphPropagation(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEsti
         X_all = np.vstack([self.X_fit_, X])
         Y_all = np.vstack([self.Y_fit_, np.full((X.shape[0], self.Y_fit_.shape[1]), -1, np.int8)])
         labelled = np.concatenate([(self.Y_fit_ != -1).all(axis=1), np.zeros(X.shape[0], bool)])
-        scores, _, _ = self._transduce(X_all, Y_all, labelled)
+        scores = self._transduce(X_all, Y_all, labelled)[0]
         return scores[self.X_fit_.shape[0] :]
 
     def predict_from_scores(self, scores) -> np.ndarray:
@@ -281,6 +290,7 @@ class MLLGC(_GraphPropagation):
         weights="heat",
         random_state=0,
         memory=None,
+        knn_search="exact",
         alpha=0.7,
     ):
         super().__init__(
@@ -293,6 +303,7 @@ class MLLGC(_GraphPropagation):
             weights=weights,
             random_state=random_state,
             memory=memory,
+            knn_search=knn_search,
         )
         self.alpha = alpha
 

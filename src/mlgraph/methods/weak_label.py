@@ -117,10 +117,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
+from scipy.linalg.blas import strsv
 from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
 
+from mlgraph.graphs import SEARCHES
 from mlgraph.graphs.kernels import on_one_blas_thread
 from mlgraph.methods.base import (
     MultiLabelClassifierMixin,
@@ -274,18 +276,25 @@ class _SSWLProblem:
         definite to float32 precision (then the dense float64 solve decides)."""
         E, C, CT, K = self._parts[key]
         m, r = self.m, self.r
+        # LAPACK reads one triangle: only the blocks H_jk, k ≥ j, of the symmetric H are formed
+        # (row by row, each in cache), the others are left unset and never read.
+        H = np.empty((m, r, m, r), np.float32)
         if self.alpha > 0:
             L32 = L.astype(np.float32)
-            H = (L32 @ L32.T)[:, None, :, None] * E  # (LLᵀ⊗J)∘E
-            tmp = np.multiply(L32.T[:, None, :, None], C)  # (Lᵀ⊗J)∘C
-            H -= tmp
-            H -= np.multiply(L32[:, None, :, None], CT, out=tmp)  # its transpose
-            H *= np.float32(self.alpha)
+            LLt, alpha = L32 @ L32.T, np.float32(self.alpha)
+            for j in range(m):
+                row = H[j, :, j:, :]
+                np.multiply(LLt[j, None, j:, None], E[j, :, j:, :], out=row)  # (LLᵀ⊗J)∘E
+                row -= L32.T[j, None, j:, None] * C[j, :, j:, :]  # (Lᵀ⊗J)∘C
+                row -= L32[j, None, j:, None] * CT[j, :, j:, :]  # its transpose
+                row *= alpha
         else:
-            H = np.zeros((m, r, m, r), np.float32)
+            for j in range(m):
+                H[j, :, j:, :] = 0.0
         j = np.arange(m)
         H[j, :, j, :] += K
-        # H.T is the Fortran view of the symmetric H: LAPACK factors it in place.
+        # H.T is the Fortran view of H: LAPACK factors it in place from its lower triangle,
+        # the blocks k ≥ j of H.
         c, info = scipy.linalg.lapack.spotrf(H.reshape(m * r, m * r).T, lower=1, overwrite_a=1, clean=0)
         if info != 0:
             return None
@@ -298,8 +307,9 @@ class _SSWLProblem:
         Returns (V, converged); at most ``maxiter`` iterations."""
         m, r = self.m, self.r
 
-        def prec(R):
-            z = scipy.linalg.lapack.spotrs(c, R.T.reshape(-1, 1).astype(np.float32), lower=1)[0]
+        def prec(R):  # two triangular solves: LAPACK's spotrs with one column took 8× longer
+            z = strsv(c, R.T.reshape(-1).astype(np.float32), lower=1)
+            z = strsv(c, z, lower=1, trans=1, overwrite_x=1)
             return z.reshape(m, r).T.astype(np.float64)
 
         bound = CG_TOL * np.linalg.norm(b)
@@ -413,13 +423,15 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     max_iter, tol : at most ``max_iter`` BCD sweeps; stop when the relative objective
         decrease of a sweep is below ``tol``.
     label_similarity : "free" (SSWL.m) or "symmetric" (L constrained symmetric; ours).
-    random_state, memory : passed to the graph builder / joblib cache.
+    random_state, memory, knn_search : passed to the graph builder / graph cache (``knn_search``:
+        "exact" or "approximate" neighbours of the instance graph).
 
     Notes
     -----
     Fitted attributes: ``coef_`` (W, (n_features + 1) × m, bias last), ``coef_star_`` (W*),
     ``label_similarity_`` (L), ``graph_`` (row-normalised S), ``sigma_``, ``objective_``
-    (after 0, 1, … sweeps), ``n_iter_``, ``mean_``, ``scale_``, ``n_features_in_``.
+    (after 0, 1, … sweeps), ``n_iter_``, ``mean_``, ``scale_``, ``n_features_in_``,
+    ``graph_report_`` (the recall of an approximate neighbour search; ``{}`` for the exact one).
     """
 
     _rules = {
@@ -431,6 +443,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         "max_iter": (positive_int, "a positive integer"),
         "tol": (nonneg, "a non-negative number"),
         "label_similarity": (lambda v: v in LABEL_SIMILARITY, f"one of {LABEL_SIMILARITY}"),
+        "knn_search": (lambda v: v in SEARCHES, f"one of {SEARCHES} (the instance graph's neighbour search)"),
     }
 
     def __init__(
@@ -445,6 +458,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         label_similarity="free",
         random_state=0,
         memory=None,
+        knn_search="exact",
     ):
         self.alpha = alpha
         self.beta = beta
@@ -456,6 +470,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         self.label_similarity = label_similarity
         self.random_state = random_state
         self.memory = memory
+        self.knn_search = knn_search
 
     def _problem(self, X, Y) -> _SSWLProblem:
         """Validate, standardise, build the graph and the masks (sets the preprocessing
@@ -470,7 +485,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         self.mean_, self.scale_ = standardisation(X)
         Xs = (X - self.mean_) / self.scale_
         self.sigma_ = knn_mean_sigma(Xs, self.k) if self.sigma is None else float(self.sigma)
-        W = cached_graph(
+        W, self.graph_report_ = cached_graph(
             self.memory,
             Xs,
             kind="knn",
@@ -478,6 +493,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
             weights="heat",
             k=self.k,
             random_state=self.random_state,
+            search=self.knn_search,
         )
         self.graph_ = row_normalise(W)
         self.active_ = np.isfinite(self.scale_)  # constant features drop out
