@@ -207,6 +207,8 @@ def close_dead_job(job_num: int, overrides, cause: str) -> str | None:
 
 
 def _kill_dead_run(job_num: int, cause: str) -> str | None:
+    import mlflow
+
     parent, sweep_id = os.environ.get(ENV_PARENT), os.environ.get(ENV_SWEEP)
     if not parent:
         return None
@@ -237,6 +239,8 @@ SKIPPED_TAG = "skipped_job."
 def record_skipped(job: JobInfo, run_id: str) -> None:
     """A resumed sweep's job found its config FINISHED in run ``run_id`` (maybe under another
     sweep's parent): note it on this sweep's parent, whose table then counts it as finished."""
+    import mlflow
+
     if job.parent_run_id and job.job_num is not None:
         mlflow.MlflowClient().set_tag(job.parent_run_id, f"{SKIPPED_TAG}{job.job_num}", run_id)
 
