@@ -12,6 +12,7 @@ from hydra import compose, initialize_config_dir
 
 from mlgraph.data import load_dataset
 from mlgraph.experiment import DIGEST_LENGTH, model_trial, run_experiment
+from mlgraph.metrics import METRICS
 from mlgraph.protocols import fixed_split_trials, labelling_rate_trials
 from mlgraph.sweep import JobInfo
 
@@ -48,11 +49,18 @@ def test_dataset_input_and_metric_sections(tmp_path):
     assert data.sha256 in given.dataset.profile and '"features_shape": [593, 72]' in given.dataset.profile
     assert [(t.key, t.value) for t in given.tags] == [("mlflow.data.context", "ssl")]
     assert str(data.source) in given.dataset.source
-    # summaries at the top level, each series under the prefix that says what its step is
+    # at the top level the summaries and the per-rate series (step = rate in %); any other
+    # series under the prefix that says what its step is
     keys = set(run.data.metrics)
     assert {"avg_precision_overall", "n_trials", "n_failed"} <= keys
+    per_rate = set(METRICS) | {f"{m}_std" for m in METRICS}
     assert not [
-        k for k in keys if "/" not in k and not k.endswith("_overall") and k not in ("n_trials", "n_failed")
+        k
+        for k in keys
+        if "/" not in k
+        and not k.endswith("_overall")
+        and k not in ("n_trials", "n_failed")
+        and k not in per_rate
     ]
     steps = [m.step for m in client.get_metric_history(run.info.run_id, "avg_precision")]
     assert sorted(steps) == [10, 50]  # the labelling rates in percent

@@ -24,6 +24,8 @@ from pathlib import Path
 import mlflow
 import pytest
 
+from mlgraph.metrics import METRICS
+
 pytestmark = pytest.mark.ui
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,9 +210,10 @@ def test_metric_chart_steps_are_labelling_rates(page, server, store):
     assert steps == [10, 50]  # labelling rates 10 % and 50 %
     assert "10" in ticks and "50" in ticks, ticks
     assert card.locator(".xtitle").text_content() == "Step"
-    # the summaries stand apart from the series: every top-level key is one number per run
+    # the top level holds the summaries and the per-rate series; other series have prefixes
     top = [k for k in run.data.metrics if "/" not in k]
-    assert top and all(k.endswith("_overall") or k in ("n_trials", "n_failed") for k in top)
+    per_rate = {*METRICS, *(f"{m}_std" for m in METRICS)}
+    assert top and all(k.endswith("_overall") or k in ("n_trials", "n_failed") or k in per_rate for k in top)
 
 
 def test_sweep_compared_by_its_swept_parameter(page, server, store, tmp_path):
