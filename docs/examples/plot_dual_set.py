@@ -37,7 +37,8 @@ done.check_returncode()
 # Accuracy-a, -b and -all per fold
 # --------------------------------
 # Definition 4 of the paper: Accuracy-all counts an instance as right only when both of its
-# labels are. Each is logged per fold (``step`` = fold) and as mean and standard deviation.
+# labels are. Each is logged per fold (``per_fold/<metric>``, ``step`` = fold) and as mean and
+# standard deviation (``<metric>``, ``<metric>_std``).
 import mlflow
 import pandas as pd
 
@@ -49,7 +50,7 @@ folds = pd.DataFrame(
         metric: [
             m.value
             for m in sorted(
-                client.get_metric_history(run.info.run_id, f"{metric}_fold"), key=lambda m: m.step
+                client.get_metric_history(run.info.run_id, f"per_fold/{metric}"), key=lambda m: m.step
             )
         ]
         for metric in ("accuracy_a", "accuracy_b", "accuracy_all")
@@ -62,15 +63,14 @@ folds.round(4)
 # %%
 # Accuracy per boosting round
 # ---------------------------
-# Paper 001's Fig. 3: how the accuracies move over the rounds t = 1 … T.
+# Paper 001's Fig. 3: how the accuracies move over the rounds t = 1 … T, the mean over the
+# folds logged as ``per_round/<metric>`` with ``step`` = t.
 import matplotlib.pyplot as plt
 
 fig, ax = plt.subplots(figsize=(5, 3.2))
-for metric in ("round_accuracy_a", "round_accuracy_b", "round_accuracy_all"):
-    history = client.get_metric_history(run.info.run_id, metric)
-    ax.plot(
-        [m.step for m in history], [m.value for m in history], marker="o", label=metric.removeprefix("round_")
-    )
+for metric in ("accuracy_a", "accuracy_b", "accuracy_all"):
+    history = sorted(client.get_metric_history(run.info.run_id, f"per_round/{metric}"), key=lambda m: m.step)
+    ax.plot([m.step for m in history], [m.value for m in history], marker="o", label=metric)
 ax.set(xlabel="round t", ylabel="accuracy", title="DSML on frequency_gender (mean over folds)")
 ax.legend()
 fig.tight_layout()

@@ -24,7 +24,7 @@ labels): an inner fold whose labelled training rows hold no positive of some lab
 it is (the method sees that label as never relevant there, as it would with so few labels
 in a plain trial); a fold on which the metric is undefined (NaN: e.g. average precision when no
 validation row has a relevant label) is left out of every grid point's mean alike; when it is
-undefined on every fold, the configured values are kept (``tuned_fallback`` = 1 in the row). An
+undefined on every fold, the configured values are kept (``tuning_fallback`` = 1 in the row). An
 inner fit that raises (e.g. MLkNN with k above the labelled rows of an inner fold at 5 %
 labelled) scores NaN for that grid point and fold, like an undefined metric; the row counts
 them (``tuning_failed_fits``, ``tuning_first_failure``).
