@@ -1,8 +1,8 @@
 """Optuna searches as a Hydra sweeper: ``python -m run -m hydra/sweeper=optuna ...``.
 
 The sweeper asks an Optuna study (TPE by default) for ``n_jobs`` parameter settings at a time,
-runs each as one Hydra job through the configured launcher (joblib on this machine, SLURM on a
-cluster), so that each is one MLflow run nested under the sweep's parent run
+runs each as one Hydra job through the configured launcher (``processes`` on one
+machine, SLURM on a cluster), so that each is one MLflow run nested under the sweep's parent run
 (:class:`mlgraph.sweep.SweepCallback`), and tells the study each job's objective: the mean of a
 metric over the job's successful trials (``avg_precision`` by default, its direction known), the
 run's ``<metric>_overall``. Presets run it on the ``explore`` protocol (a 30 % subsample, seed

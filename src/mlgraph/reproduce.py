@@ -10,7 +10,7 @@ a second call runs only what is missing, then reads the finished runs back and w
 ``<report.out>/reproduce/paper<id>[-quick]/report.html``: the paper's numbers beside ours with a
 verdict per cell (:func:`cell_verdict`), the paper's stated conclusions with a verdict each (the
 claims in ``data/builtin/paper<id>_claims.toml``, :data:`CLAIM_KINDS`), the significance tests,
-the figures (embedded; PNG and PDF beside it) and the provenance (commands, git commit, package
+the figures (embedded; PNG, SVG and PDF beside it) and the provenance (commands, git commit, package
 versions, dataset checksums). Data sets that cannot be had offline are listed at the top with the
 command that fetches them, and the rest of the report is built without them. Extra arguments
 are Hydra overrides for every run (e.g. ``tracking=server tracking.uri=http://host:5000``).

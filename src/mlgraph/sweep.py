@@ -1,9 +1,9 @@
 """Legible sweeps: what each job varies, one parent run per sweep, and the sweep's table.
 
 A Hydra multirun opens a parent MLflow run (:class:`SweepCallback`) before its jobs start; each
-job's run is nested under it, named after the parameters the sweep varies (``mlmrrw-yeast nu1=1
-nu2=0.1``) and tagged with its overrides, the sweep id and its job number. When the sweep ends,
-however it ends, the parent holds ``sweep.csv`` (one row per job: overrides, status, headline
+job's run is nested under it, named after the parameters the sweep varies first
+(``nu1=1 nu2=0.1 mlmrrw-yeast``) and tagged with its overrides, the sweep id and its job number.
+When the sweep ends, however it ends, the parent holds ``sweep.csv`` (one row per job: overrides, status, headline
 metrics), the best job as tags, and a final status. The parent's id, the sweep id and the swept
 keys reach the jobs through environment variables, which every launcher passes on (local
 worker processes inherit them, submitit exports them to SLURM jobs). A job whose process dies is

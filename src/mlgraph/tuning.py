@@ -303,7 +303,7 @@ def _check_trials(selection: InnerSelection, trials: list[Trial], Y: np.ndarray)
             "some label (up to %d labels). Rule: the fold is used as it is (the method sees those "
             "labels as never relevant there); folds where %s is undefined are left out of every grid "
             "point's mean alike, and a trial where it is undefined on every fold keeps the configured "
-            "values (tuned_fallback = 1).",
+            "values (tuning_fallback = 1).",
             affected,
             len(trials),
             worst,
@@ -316,7 +316,7 @@ def choice_counts(table: pd.DataFrame) -> pd.DataFrame:
     (``rate`` = "all"): columns parameter, value, rate, count, share."""
     ok = table[table.status == "ok"] if "status" in table else table
     rows = []
-    for column in (c for c in ok.columns if c.startswith("tuned_") and c != "tuned_fallback"):
+    for column in (c for c in ok.columns if c.startswith("tuned_")):
         param = column.removeprefix("tuned_")
         for rate, group in [*ok.groupby("rate"), ("all", ok)]:
             counts = group[column].astype(str).value_counts()

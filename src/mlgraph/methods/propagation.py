@@ -137,7 +137,7 @@ def harmonic_scores(W, Y, labelled) -> np.ndarray:
     return scores
 
 
-def lgc_scores(W, Y, labelled, alpha: float = 0.99) -> np.ndarray:
+def lgc_scores(W, Y, labelled, alpha: float = 0.7) -> np.ndarray:
     """ML-LGC scores (n×q): F = (I − αS)⁻¹ Y with S = D^{-1/2} W D^{-1/2} and Y = ±1 on labelled
     rows (from 0/1), 0 on unlabelled rows, solved on the nodes reached by a labelled node; the
     others get 2p_j − 1. Values of ``Y`` on unlabelled rows are ignored."""
