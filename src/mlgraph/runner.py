@@ -5,9 +5,9 @@ set to −1) and scores its test split. Transductive estimators (class attribute
 ``transductive = True``: ML-GFHF, ML-LGC) score only the nodes of their graph, so their test
 points join the graph as unlabelled nodes: they are fitted once on training plus test rows, with
 every test row −1, and their scores on the test rows (``label_scores_``, ``transduction_``) are
-evaluated. Test labels are never seen, and every transductive method follows this one rule. Trials run in parallel workers (forked from the job where
-that is safe, :mod:`mlgraph.workers`; else joblib's) with BLAS threads capped
-so that ``n_jobs × blas_threads`` never exceeds the cores given; a trial that raises is kept
+evaluated. Test labels are never seen, and every transductive method follows this one rule.
+Trials run in parallel workers (forked from the job where that is safe, :mod:`mlgraph.workers`;
+else joblib's) with BLAS threads capped so that ``n_jobs × blas_threads`` never exceeds the cores given; a trial that raises is kept
 as a row with ``status="failed"`` and its error, while the others finish. Each finished row is
 handed to ``on_row`` as it completes (the job checkpoints them to MLflow), and trials already
 done in an interrupted run can be passed back in and are not run again.
