@@ -172,7 +172,7 @@ def test_interrupted_sweep_resumes_with_every_job_finished_once(tmp_path):
     assert not [r for r in after if r.info.status == "RUNNING"]
     assert len(jobs) == 4 and all(r.info.status == "FINISHED" for r in jobs)  # one run per job
     assert len({r.data.tags["config_hash"] for r in jobs}) == 4
-    assert stdout.count("skipped") == len(finished_before)  # finished jobs were not run again
+    assert stdout.count(": skipped, run") == len(finished_before)  # finished jobs were not run again
     assert finished_before <= {r.info.run_id for r in jobs}
     (parent,) = [r for r in after if r.data.tags.get("kind") == "sweep"]
     assert parent.info.status == "FINISHED" and parent.data.tags["jobs_finished"] == "4"
