@@ -982,6 +982,7 @@ def _main_job_spec(overrides: list[str], cache: str) -> str:
     from omegaconf import OmegaConf
 
     import mlgraph.tracking  # noqa: F401  (the abspath resolver of the config)
+    from mlgraph.tuning import NON_PARAMETER_KEYS
 
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf")):
         cfg = compose("config", overrides=[*overrides, f"graph_cache={cache}"])
@@ -992,7 +993,7 @@ def _main_job_spec(overrides: list[str], cache: str) -> str:
     return json.dumps(
         {
             "target": method.pop("_target_"),
-            "params": {k: v for k, v in method.items() if k != "name"},
+            "params": {k: v for k, v in method.items() if k not in NON_PARAMETER_KEYS},
             "dataset": cfg.dataset.name,
             "seed": cfg.seed,
             "protocol": protocol,
