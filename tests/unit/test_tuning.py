@@ -197,7 +197,7 @@ def test_choices_are_counted_per_rate_and_logged(tmp_path):
             "rate": [0.1, 0.1, 0.5, 0.5],
             "status": ["ok"] * 4,
             "tuned_k": [5, 10, 10, 10],
-            "tuned_fallback": [0] * 4,
+            "tuning_fallback": [0] * 4,
         }
     )
     counts = choice_counts(table)
@@ -208,7 +208,7 @@ def test_choices_are_counted_per_rate_and_logged(tmp_path):
         f"tuned_values.{x}" for x in ("csv", "png", "svg", "pdf")
     ] and tags == {"tuned.k": "10×3 5×1"}
     assert (tmp_path / "tuned_values.png").stat().st_size > 1000
-    assert log_choices(table.drop(columns=["tuned_k", "tuned_fallback"]), tmp_path, "t") == ([], {})
+    assert log_choices(table.drop(columns=["tuned_k"]), tmp_path, "t") == ([], {})
 
 
 class FailsWhenFlipped(Spy):
