@@ -171,11 +171,13 @@ def test_spawned_label_workers_receive_the_qp(monkeypatch):
     pickled: the same μ as the forked ones."""
     from threadpoolctl import threadpool_limits
 
+    import mlgraph.workers as workers_module
+
     monkeypatch.setattr(label_manifold_module, "_SPLIT_WORK", 0)
     W, Y, _ = _qp_problem(n=80, q=4, k=8, seed=3)
     with threadpool_limits(2):
         forked = label_manifold(W, Y)
-        monkeypatch.setattr(label_manifold_module, "_FORK", False)
+        monkeypatch.setattr(workers_module, "FORK", False)
         spawned = label_manifold(W, Y)
     np.testing.assert_array_equal(spawned, forked)
 

@@ -150,11 +150,8 @@ and IRWLS use the caller's BLAS threads.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import signal
-import sys
 import warnings
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -178,7 +175,7 @@ from mlgraph.methods.base import (
     positive_int,
     standardisation,
 )
-from mlgraph.signals import die_with_parent
+from mlgraph.workers import forked
 
 __all__ = ["ML2", "SignMSVR", "label_manifold", "lle_weights", "sign_msvr", "sign_msvr_objective"]
 
@@ -596,39 +593,24 @@ class _QP:
 
 
 _WORKER_QP: _QP | None = None  # in a worker process of _in_workers: the QPs it solves
-_FORK = sys.platform.startswith("linux")  # elsewhere fork is unsafe (macOS) or missing (Windows)
 
 
 def _adopt(qp: _QP) -> None:
-    """A worker process's start: keep ``qp``; die with the parent; leave Ctrl-C to the parent,
-    which kills its workers when interrupted (:func:`_in_workers`)."""
+    """A worker process's start: keep ``qp``."""
     global _WORKER_QP
     _WORKER_QP = qp
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    die_with_parent()
 
 
 def _in_workers(qp: _QP, fn, parts: list, workers: int) -> list:
     """``[fn(part) for part in parts]`` in ``workers`` processes that solve the QPs of ``qp``
-    (the parts handed out as workers free up). On Linux they are forked: they share the
-    parent's imports and its M, P and float32 copies, made once with the parent's threads,
-    without a copy (loky workers each imported mlgraph, 1.5 s, and built M and P again, 2.1 s
-    on a bibtex half). Elsewhere they are spawned and receive ``qp`` pickled. An exception or
-    a signal in the parent kills them."""
-    context = multiprocessing.get_context("fork" if _FORK else "spawn")
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_adopt, initargs=(qp,))
-    try:
-        with warnings.catch_warnings():  # Python ≥ 3.12 warns of any thread at a fork: OpenBLAS stops its own
-            warnings.filterwarnings("ignore", r".*multi-threaded, use of fork\(\)", DeprecationWarning)
-            futures = [pool.submit(fn, part) for part in parts]
+    (the parts handed out as workers free up), from :func:`mlgraph.workers.forked`. On Linux
+    they are forked: they share the parent's imports and its M, P and float32 copies, made once
+    with the parent's threads, without a copy (loky workers each imported mlgraph, 1.5 s, and
+    built M and P again, 2.1 s on a bibtex half). Elsewhere they are spawned and receive ``qp``
+    pickled. An exception or a signal in the parent kills them."""
+    with forked(workers, _adopt, (qp,)) as pool:
+        futures = [pool.submit(fn, part) for part in parts]
         return [future.result() for future in futures]
-    except BaseException:
-        for process in list(pool._processes.values()):  # no public way before Python 3.14
-            process.kill()
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _solve_labels(y: np.ndarray) -> list[tuple[np.ndarray, dict]]:
