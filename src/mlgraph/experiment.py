@@ -74,6 +74,7 @@ from mlgraph.tracking import (
     config_hash,
     config_params,
     log_batch,
+    log_dataset,
     provenance_tags,
     setup_from_config,
     storage_problem,
@@ -857,7 +858,7 @@ def _tracked(
                 len(plan.trials),
             )
         log_batch(run["id"], params=None if previous is not None else config_params(cfg), tags=tags)
-        mlflow.MlflowClient().log_inputs(run["id"], [dataset_input(data, protocol_name(cfg, job))])
+        log_dataset(run["id"], dataset_input(data, protocol_name(cfg, job)))
         for row in early:
             checkpoint.add(row)
         if len({t.rate for t in plan.trials}) > 1:  # the run's figure: import its library now

@@ -505,6 +505,28 @@ def _chunks(items: list, size: int) -> Iterable[list]:
         yield items[start : start + size]
 
 
+# A concurrent job of the same sweep may insert the same dataset row (experiment, name, digest)
+# between the store's lookup and its insert; the loser's transaction is rolled back whole.
+_UNIQUE_CONFLICT = re.compile(r"unique constraint|UniqueViolation|IntegrityError", re.IGNORECASE)
+
+
+def log_dataset(run_id: str, dataset_input, attempts: int = 5) -> None:
+    """Log one MLflow dataset input to a run. When another job inserted the same dataset at the
+    same moment, the store refuses ours with a uniqueness conflict; asking again finds the row
+    and links it, so conflicts are retried (``attempts`` times in all), any other error raised."""
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    for attempt in range(1, attempts + 1):
+        try:
+            client.log_inputs(run_id, [dataset_input])
+            return
+        except mlflow.exceptions.MlflowException as error:
+            if attempt == attempts or not _UNIQUE_CONFLICT.search(str(error)):
+                raise
+            time.sleep(0.05 * attempt)
+
+
 def log_batch(
     run_id: str,
     metrics: Iterable[tuple[str, float, int]] = (),

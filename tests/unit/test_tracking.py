@@ -6,7 +6,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from mlgraph.hparams import hparams_yaml, select
-from mlgraph.tracking import config_params, flatten, log_batch, setup_experiment
+from mlgraph.tracking import config_params, flatten, log_batch, log_dataset, setup_experiment
 
 
 @pytest.fixture
@@ -29,6 +29,45 @@ def test_log_batch_chunks_beyond_mlflow_limits(store):
     assert sorted(m.step for m in history) == list(range(2500))
     data = client.get_run(run.info.run_id).data
     assert len(data.params) == 250 and data.tags["t"] == "1"
+
+
+def _dataset():
+    from mlflow.entities import Dataset, DatasetInput
+
+    return DatasetInput(Dataset("d", "0123abcd", "local", '{"uri": "d.arff"}'), [])
+
+
+def test_log_dataset_retries_a_concurrent_insert_of_the_same_row(store, monkeypatch):
+    uri, experiment_id = store
+    client = mlflow.MlflowClient(uri)
+    run = client.create_run(experiment_id)
+    real, calls = mlflow.MlflowClient.log_inputs, []
+
+    def racing(self, run_id, datasets):  # another job's insert wins the first time
+        calls.append(run_id)
+        if len(calls) == 1:
+            raise mlflow.exceptions.MlflowException(
+                'duplicate key value violates unique constraint "dataset_pk"'
+            )
+        return real(self, run_id, datasets)
+
+    monkeypatch.setattr(mlflow.MlflowClient, "log_inputs", racing)
+    log_dataset(run.info.run_id, _dataset())
+    assert len(calls) == 2
+    assert [d.dataset.name for d in client.get_run(run.info.run_id).inputs.dataset_inputs] == ["d"]
+
+
+def test_log_dataset_raises_other_errors_at_once(store, monkeypatch):
+    calls = []
+
+    def failing(self, run_id, datasets):
+        calls.append(run_id)
+        raise mlflow.exceptions.MlflowException("run r not found")
+
+    monkeypatch.setattr(mlflow.MlflowClient, "log_inputs", failing)
+    with pytest.raises(mlflow.exceptions.MlflowException, match="not found"):
+        log_dataset("r", _dataset())
+    assert calls == ["r"]
 
 
 def test_flatten_and_config_params():
