@@ -8,7 +8,8 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from mlgraph.graphs import build_graph, median_sigma
-from mlgraph.methods.propagation import MLGFHF, MLLGC, harmonic_scores, lgc_scores, reached_nodes
+from mlgraph.methods import propagation
+from mlgraph.methods.propagation import MLGFHF, MLLGC, harmonic_scores, lgc_scores, reached_nodes, solve_spd
 
 
 def _problem(n=60, d=5, q=3, n_labelled=20, seed=0):
@@ -185,3 +186,33 @@ def test_bad_parameters_raise_naming_them(est, name):
     X, Y = _problem(n=20)
     with pytest.raises(ValueError, match=f"parameter {name}="):
         est.fit(X, Y)
+
+
+@pytest.mark.parametrize("preconditioned", [False, True])
+def test_solve_spd_matches_a_dense_solve_to_rounding(preconditioned):
+    W = _connected_graph(300, seed=3, density=0.03)
+    A = np.diag(W.sum(axis=1) + 0.05) - W  # a Laplacian plus a shift: sparse, SPD
+    B = np.random.default_rng(0).normal(size=(300, 4))
+    B[:, 2] = 0.0  # a column with nothing to solve stays zero
+    X = solve_spd(sp.csr_matrix(A), B, np.diag(A).copy() if preconditioned else None)
+    expected = np.linalg.solve(A, B)
+    np.testing.assert_allclose(X, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+    assert not X[:, 2].any()
+
+
+def test_solve_spd_falls_back_to_the_sparse_lu_when_cg_fails(monkeypatch):
+    calls = []
+    real = propagation.splu
+
+    def spy(A, **kw):
+        calls.append(A.shape)
+        return real(A, **kw)
+
+    monkeypatch.setattr(propagation, "splu", spy)
+    A = sp.csr_matrix(np.diag([1.0, -1.0]))  # not positive definite: CG makes no progress
+    X = solve_spd(A, np.array([[1.0], [1.0]]))
+    np.testing.assert_array_equal(X, [[1.0], [-1.0]])
+    assert calls == [(2, 2)]
+    calls.clear()
+    solve_spd(sp.csr_matrix(np.diag([1.0, 2.0])), np.array([[1.0], [1.0]]))
+    assert calls == []  # an SPD system never reaches the LU

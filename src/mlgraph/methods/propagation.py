@@ -2,7 +2,7 @@
 
 Both are transductive: they score the nodes of a graph built on every row given to ``fit``,
 labelled (``Y`` rows of 0/1) and unlabelled (``Y`` rows of −1) alike, and each of the q labels
-is propagated on that one graph independently, all q as right-hand sides of one factorisation.
+is propagated on that one graph independently, all q as right-hand sides of one solve.
 W is the sparse symmetric weight matrix of :func:`mlgraph.graphs.build_graph` (Eq. 5–10 of
 paper 000) on standardised features, D = diag(W 1) its degrees, l the labelled and u the
 unlabelled nodes.
@@ -27,10 +27,17 @@ F_pos − F_neg; Zhou's iteration converges to (1 − α)F, and the constant fac
 the sign nor any ranking. Label j is predicted where F_j > 0. Labelled nodes are not clamped:
 their scores are those of the solve (their own label dominates through the identity term).
 
-Solving: closed forms with a sparse direct solver (SuperLU, ``scipy.sparse.linalg.splu`` on
-CSC, minimum-degree ordering of the symmetric pattern), one factorisation for all q labels; no
-iteration count, no dense inverse, no dense n×n matrix (σ comes from a subsample, the kNN graph
-from row blocks).
+Solving: closed forms whose matrices (D_uu − W_uu for GFHF, I − αS for LGC) are sparse,
+symmetric and positive definite, solved for all q labels at once by conjugate gradients
+(diagonally preconditioned for GFHF) down to a relative residual of 1e-15 in every column, the
+rounding floor of a direct solve: on scene and yeast that takes 30–65 iterations of one sparse
+product, 10–20× less time than a sparse LU, whose fill on kNN graphs of a few thousand nodes is
+nearly dense, and the scores agree with it to about 1e-15. I − αS has condition number at most
+(1 + α)/(1 − α), so LGC's iterations are bounded whatever the graph. Where CG does not get there
+(within n iterations, or with a residual that fails LAPACK's backward-error test), the system is
+factorised by SuperLU (``scipy.sparse.linalg.splu`` on CSC, minimum-degree ordering of the
+symmetric pattern) as before. No dense inverse, no dense n×n matrix (σ comes from a subsample,
+the kNN graph from row blocks).
 
 Neighbour search: ``knn_search="approximate"`` builds the kNN graph from an HNSW search
 (:mod:`mlgraph.graphs.search`, about n log n instead of n²) and records its recall in
@@ -94,6 +101,42 @@ __all__ = ["MLGFHF", "MLLGC", "harmonic_scores", "lgc_scores", "reached_nodes"]
 # Both system matrices are symmetric: minimum degree on AᵀA+A keeps SuperLU's fill about 3× lower
 # than the default COLAMD on kNN graphs (measured on n = 20 000, k = 10).
 _ORDERING = "MMD_AT_PLUS_A"
+# Relative residual ‖b − Ax‖₂ ≤ _CG_RTOL ‖b‖₂ at which conjugate gradients stop (per column).
+_CG_RTOL = 1e-15
+
+
+def solve_spd(A: sp.spmatrix, B: np.ndarray, diagonal: np.ndarray | None = None) -> np.ndarray:
+    """X = A⁻¹B for a sparse symmetric positive definite A: conjugate gradients on every column
+    of B at once (each column its own step sizes; Jacobi preconditioner ``diagonal`` = diag(A)
+    if given) until ‖b − Ax‖₂ ≤ ``_CG_RTOL`` ‖b‖₂ in every column. The result is accepted if its
+    true residual passes LAPACK's backward-error test (that of ``dsgesv``: ‖b − Ax‖∞ ≤
+    √n ε ‖A‖∞ ‖x‖∞), else, or after n iterations, A is factorised by SuperLU instead."""
+    A = sp.csr_matrix(A)
+    n = A.shape[0]
+    inverse = None if diagonal is None else (1.0 / diagonal)[:, None]
+    X = np.zeros_like(B)
+    R = B.copy()
+    Z = R if inverse is None else inverse * R
+    P = Z.copy()
+    rz = np.einsum("ij,ij->j", R, Z)
+    bound = _CG_RTOL * np.linalg.norm(B, axis=0)
+    for _ in range(n):
+        AP = A @ P
+        curvature = np.einsum("ij,ij->j", P, AP)
+        step = np.divide(rz, curvature, out=np.zeros_like(rz), where=curvature > 0)
+        X += step * P
+        R -= step * AP
+        if (np.linalg.norm(R, axis=0) <= bound).all():
+            break
+        Z = R if inverse is None else inverse * R
+        rz_next = np.einsum("ij,ij->j", R, Z)
+        P = Z + np.divide(rz_next, rz, out=np.zeros_like(rz), where=rz > 0) * P
+        rz = rz_next
+    norm = abs(A).sum(axis=1).max()
+    tol = np.sqrt(n) * np.finfo(np.float64).eps * norm * np.abs(X).max(axis=0)
+    if (np.abs(B - A @ X).max(axis=0) <= tol).all():
+        return X
+    return splu(A.tocsc(), permc_spec=_ORDERING).solve(B)
 
 
 def _check_inputs(W, Y, labelled) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
@@ -132,8 +175,8 @@ def harmonic_scores(W, Y, labelled) -> np.ndarray:
     if solve.any():
         degree = np.asarray(W.sum(axis=1)).ravel()
         Wu = W[solve]
-        A = (sp.diags(degree[solve]) - Wu[:, solve]).tocsc()
-        scores[solve] = splu(A, permc_spec=_ORDERING).solve(np.asarray(Wu[:, labelled] @ Yl))
+        A = sp.diags(degree[solve]) - Wu[:, solve]
+        scores[solve] = solve_spd(A, np.asarray(Wu[:, labelled] @ Yl), degree[solve])
     return scores
 
 
@@ -146,15 +189,17 @@ def lgc_scores(W, Y, labelled, alpha: float = 0.7) -> np.ndarray:
     W, Y, labelled = _check_inputs(W, Y, labelled)
     Yl = Y[labelled]
     scores = np.tile(2.0 * Yl.mean(axis=0) - 1.0, (W.shape[0], 1))  # fallback 2 p_j − 1
+    degree = np.asarray(W.sum(axis=1)).ravel()
     reached = reached_nodes(W, labelled)
-    degree = np.asarray(W.sum(axis=1)).ravel()[reached]
-    inv_sqrt = np.zeros_like(degree)
-    np.divide(1.0, np.sqrt(degree), out=inv_sqrt, where=degree > 0)  # degree 0: S row is 0
-    d = sp.diags(inv_sqrt)
-    S = d @ W[reached][:, reached] @ d
-    A = (sp.identity(S.shape[0], format="csc") - alpha * S).tocsc()
-    target = np.where(labelled[reached, None], 2.0 * Y[reached] - 1.0, 0.0)
-    scores[reached] = splu(A, permc_spec=_ORDERING).solve(target)
+    isolated = reached & (degree == 0)  # a labelled node alone: its S row is 0, so F = Y
+    scores[isolated] = 2.0 * Y[isolated] - 1.0
+    solve = reached & ~isolated
+    d = sp.diags(1.0 / np.sqrt(degree[solve]))
+    S = d @ W[solve][:, solve] @ d
+    A = sp.identity(S.shape[0], format="csr") - alpha * S
+    target = np.where(labelled[solve, None], 2.0 * Y[solve] - 1.0, 0.0)
+    if solve.any():
+        scores[solve] = solve_spd(A, target)
     return scores
 
 
