@@ -334,6 +334,9 @@ def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
     (report runs excluded)."""
     import mlflow
 
+    from mlgraph.tracking import quiet_artifact_downloads
+
+    quiet_artifact_downloads()
     mlflow.set_tracking_uri(uri)
     runs = mlflow.search_runs(experiment_names=[experiment], filter_string="attributes.status = 'FINISHED'")
     if runs.empty or "tags.method" not in runs:

@@ -23,7 +23,6 @@ import datetime
 import functools
 import logging
 import math
-import os
 import re
 import shlex
 import subprocess
@@ -1664,7 +1663,6 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one bar per artifact read
     plan = make_plan(paper, args.quick, args.overrides)
     uri, reports = _settings(args.overrides, plan.experiment)
     out = args.out or reports / "reproduce" / f"paper{paper.id}{'-quick' if args.quick else ''}"

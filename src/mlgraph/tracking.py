@@ -258,6 +258,12 @@ def check_reachable(uri: str, wait_seconds: float = 10.0) -> None:
         time.sleep(1.0)
 
 
+def quiet_artifact_downloads() -> None:
+    """No MLflow progress bar per artifact read (a resumed run reads its checkpoint, a report one
+    table per run), unless ``MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR`` is set."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+
 def setup_experiment(uri: str, experiment: str, artifact_location: str | None = None) -> str:
     """Point MLflow at ``uri`` and make sure ``experiment`` exists and this user may log to it;
     return its id.
@@ -270,6 +276,7 @@ def setup_experiment(uri: str, experiment: str, artifact_location: str | None = 
     import mlflow
 
     check_reachable(uri)
+    quiet_artifact_downloads()
     mlflow.set_tracking_uri(uri)
     user = current_user(uri)
     try:
