@@ -34,7 +34,7 @@ rounding floor of a direct solve: on scene and yeast that takes 30–65 iteratio
 product, 10–20× less time than a sparse LU, whose fill on kNN graphs of a few thousand nodes is
 nearly dense, and the scores agree with it to about 1e-15. I − αS has condition number at most
 (1 + α)/(1 − α), so LGC's iterations are bounded whatever the graph. Where CG does not get there
-(within n iterations, or with a residual that fails LAPACK's backward-error test), the system is
+(within 500 iterations, or with a residual that fails LAPACK's backward-error test), the system is
 factorised by SuperLU (``scipy.sparse.linalg.splu`` on CSC, minimum-degree ordering of the
 symmetric pattern) as before. No dense inverse, no dense n×n matrix (σ comes from a subsample,
 the kNN graph from row blocks).
@@ -101,8 +101,11 @@ __all__ = ["MLGFHF", "MLLGC", "harmonic_scores", "lgc_scores", "reached_nodes"]
 # Both system matrices are symmetric: minimum degree on AᵀA+A keeps SuperLU's fill about 3× lower
 # than the default COLAMD on kNN graphs (measured on n = 20 000, k = 10).
 _ORDERING = "MMD_AT_PLUS_A"
-# Relative residual ‖b − Ax‖₂ ≤ _CG_RTOL ‖b‖₂ at which conjugate gradients stop (per column).
+# Relative residual ‖b − Ax‖₂ ≤ _CG_RTOL ‖b‖₂ at which conjugate gradients stop (per column),
+# and the most iterations before SuperLU takes over (30–65 suffice on the benchmark sets; 500
+# bound a failed attempt to a few factorisations' time).
 _CG_RTOL = 1e-15
+_CG_MAXITER = 500
 
 
 def solve_spd(A: sp.spmatrix, B: np.ndarray, diagonal: np.ndarray | None = None) -> np.ndarray:
@@ -110,7 +113,7 @@ def solve_spd(A: sp.spmatrix, B: np.ndarray, diagonal: np.ndarray | None = None)
     of B at once (each column its own step sizes; Jacobi preconditioner ``diagonal`` = diag(A)
     if given) until ‖b − Ax‖₂ ≤ ``_CG_RTOL`` ‖b‖₂ in every column. The result is accepted if its
     true residual passes LAPACK's backward-error test (that of ``dsgesv``: ‖b − Ax‖∞ ≤
-    √n ε ‖A‖∞ ‖x‖∞), else, or after n iterations, A is factorised by SuperLU instead."""
+    √n ε ‖A‖∞ ‖x‖∞), else, or after ``_CG_MAXITER`` iterations, A is factorised by SuperLU."""
     A = sp.csr_matrix(A)
     n = A.shape[0]
     inverse = None if diagonal is None else (1.0 / diagonal)[:, None]
@@ -120,7 +123,7 @@ def solve_spd(A: sp.spmatrix, B: np.ndarray, diagonal: np.ndarray | None = None)
     P = Z.copy()
     rz = np.einsum("ij,ij->j", R, Z)
     bound = _CG_RTOL * np.linalg.norm(B, axis=0)
-    for _ in range(n):
+    for _ in range(min(n, _CG_MAXITER)):
         AP = A @ P
         curvature = np.einsum("ij,ij->j", P, AP)
         step = np.divide(rz, curvature, out=np.zeros_like(rz), where=curvature > 0)
