@@ -16,11 +16,13 @@ ACTIVE = ("|PENDING", "|RUNNING", "|COMPLETING")
 NU2 = ["0", "0.01", "0.05", "0.1", "0.2", "0.5", "1", "2"]
 
 
-def settled_states(array, timeout=60.0):
-    """``JobID|State`` of each task of a job array once accounting has seen them all end.
+def settled_states(array, tasks, timeout=60.0):
+    """``JobID|State`` of each task of a job array once accounting lists all ``tasks`` of them
+    and has seen them all end.
 
     submitit collects a task's result as soon as the task writes it, a moment before the task
-    exits, so slurmctld may still report that task RUNNING (or COMPLETING) when the sweep returns."""
+    exits, so slurmctld may still report that task RUNNING (or COMPLETING), or accounting not list
+    it yet, when the sweep returns."""
     deadline = time.monotonic() + timeout
     while True:
         states = subprocess.run(
@@ -29,7 +31,8 @@ def settled_states(array, timeout=60.0):
             text=True,
             check=True,
         ).stdout.split()
-        if time.monotonic() > deadline or not any(s.endswith(ACTIVE) for s in states):
+        settled = len(states) >= tasks and not any(s.endswith(ACTIVE) for s in states)
+        if time.monotonic() > deadline or settled:
             return states
         time.sleep(1)
 
@@ -53,7 +56,7 @@ def test_sweep_runs_through_slurm_into_the_server(slurm_sweep, tracking_uri, tra
     )
     assert len(tasks) == len(NU2)
     array = tasks[0].split("_")[0]
-    assert sorted(settled_states(array)) == sorted(f"{t}|COMPLETED" for t in tasks)
+    assert sorted(settled_states(array, len(tasks))) == sorted(f"{t}|COMPLETED" for t in tasks)
 
     # The server holds one finished run per grid point, with its artifacts served back.
     client = mlflow.MlflowClient(tracking_uri)

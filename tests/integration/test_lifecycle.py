@@ -45,16 +45,17 @@ def all_runs(out: Path, experiment="mlgraph"):
     return client, client.search_runs([exp.experiment_id], run_view_type=ViewType.ALL, max_results=1000)
 
 
-def finished_jobs(out: Path) -> int:
-    """How many of a sweep's job runs the store shows FINISHED; 0 before the store exists. (A
-    job's trials.csv is written before its run ends, so a file is not proof that it finished.)"""
+def job_runs(out: Path, status: str = "FINISHED") -> int:
+    """How many of a sweep's job runs the store shows with ``status``; 0 before the store exists.
+    (A job's trials.csv is written before its run ends, and its checkpoint before its run opens,
+    so files prove neither.)"""
     if not (out / "mlflow.db").exists():
         return 0
     try:
         _, runs = all_runs(out)
     except Exception:  # the sweep is still creating the store or the experiment
         return 0
-    return sum(r.info.status == "FINISHED" and r.data.tags.get("kind") != "sweep" for r in runs)
+    return sum(r.info.status == status and r.data.tags.get("kind") != "sweep" for r in runs)
 
 
 def descendants(pid: int) -> set[int]:
@@ -154,7 +155,7 @@ def test_interrupted_sweep_resumes_with_every_job_finished_once(tmp_path):
         "method.nu2=0,0.1,0.5,1",
     ]
     proc = start(sweep, tmp_path, multirun=True)
-    wait_for(lambda: finished_jobs(tmp_path) or proc.poll() is not None, what="one finished job")
+    wait_for(lambda: job_runs(tmp_path) or proc.poll() is not None, what="one finished job")
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
     proc.communicate(timeout=120)
     client, before = all_runs(tmp_path)
@@ -192,7 +193,7 @@ def test_sigkill_of_a_sweeps_main_process_leaves_no_orphan_and_no_running_run(tm
         "method.nu2=0,1",
     ]
     proc = start(sweep, tmp_path, multirun=True)
-    wait_for(lambda: len(partials(tmp_path)) >= 2 or proc.poll() is not None, what="both jobs running")
+    wait_for(lambda: job_runs(tmp_path, "RUNNING") >= 2 or proc.poll() is not None, what="both job runs open")
     family = descendants(proc.pid)
     assert family, "the sweep had no worker processes"
     proc.send_signal(signal.SIGKILL)
@@ -231,7 +232,8 @@ def test_a_dead_worker_costs_one_job_and_resume_finishes_it(tmp_path):
         "method.nu2=0,0.1,0.5,1",
     ]
     proc = start(sweep, tmp_path, multirun=True)
-    wait_for(lambda: len(partials(tmp_path)) >= 2 or proc.poll() is not None, what="two jobs running")
+    # Both jobs' MLflow runs open (a job's checkpoint exists before its run does).
+    wait_for(lambda: job_runs(tmp_path, "RUNNING") >= 2 or proc.poll() is not None, what="two job runs open")
     workers = launcher_workers(proc.pid)
     assert len(workers) == 2, workers
     os.kill(workers[0], signal.SIGKILL)
