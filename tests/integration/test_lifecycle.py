@@ -223,9 +223,9 @@ def test_a_dead_worker_costs_one_job_and_resume_finishes_it(tmp_path):
     """SIGKILL of one job's process (what the OOM killer does): that run ends KILLED with a note,
     the other jobs finish, the command says which job to resume; resume=true finishes it, and a
     second resume (a new sweep, every job already done) ends its parent FINISHED."""
-    sweep = [
+    sweep = [  # jobs of a few seconds: still running once both their runs are seen open
         "dataset=emotions",
-        "protocol.repeats=20",
+        "protocol.repeats=300",
         "protocol.rates=[0.5]",
         "progress=false",
         "tracking.checkpoint_seconds=0",
