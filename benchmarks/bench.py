@@ -340,6 +340,16 @@ def bench_mlmrrw_vs_lu(repeats: int = 5) -> list[tuple]:
                     "÷ its floor" if bound else f"{stages[stage] / best['total']:.0%} of the fit",
                 )
             )
+        floor = sum(bounds.values())  # the float32 LU and each stage at its own floor
+        rows.append(
+            (
+                "  every stage at its floor ÷ float32 LU",
+                floor,
+                t["lu32"],
+                floor / t["lu32"],
+                "the least any fit of these stages can take",
+            )
+        )
         rows.append(
             (
                 "  peak memory n×n float64: fit, fit+scores",
