@@ -850,6 +850,9 @@ def _tracked(
             tags["profile_notes"] = " ".join(plan.notes)[:5000]
         if previous is not None:
             tags["resumed_trials"] = str(len(done))
+            if "interrupted" in previous.data.tags:  # a reopened run is no longer interrupted
+                tags["resumed_after"] = previous.data.tags["interrupted"]
+                mlflow.MlflowClient().delete_tag(run["id"], "interrupted")
             log.info(
                 "%s: resuming run %s, %d of %d trials already done",
                 name,

@@ -182,6 +182,7 @@ def test_a_job_longer_than_its_time_limit_finishes_through_requeues(slurm_sweep,
     (run,) = [r for r in runs if r.data.tags.get("kind") != "sweep"]  # one run, reopened by each slot
     assert run.info.status == "FINISHED" and run.data.metrics["n_trials"] == 1000
     assert 0 < int(run.data.tags["resumed_trials"]) < 1000
+    assert "interrupted" not in run.data.tags and run.data.tags["resumed_after"]  # how it was stopped
 
 
 def test_a_refused_slurm_submission_is_one_paragraph_before_any_job(slurm_sweep, tracking_uri):

@@ -137,6 +137,7 @@ def test_sigterm_ends_the_run_killed_and_resume_finishes_it_once(tmp_path):
     (resumed,) = runs  # the same run, reopened: no duplicate
     assert resumed.info.run_id == killed.info.run_id and resumed.info.status == "FINISHED"
     assert resumed.data.tags["resumed_trials"] == str(saved) and resumed.data.metrics["n_trials"] == 40
+    assert "interrupted" not in resumed.data.tags and resumed.data.tags["resumed_after"] == "SIGTERM"
     trials = pd.read_csv(client.download_artifacts(resumed.info.run_id, "trials.csv", str(tmp_path)))
     assert sorted(trials.repetition) == list(range(40)) and (trials.status == "ok").all()
 
