@@ -1,25 +1,67 @@
 """Bounded reading: compressed input may expand only so far, so a gzip bomb fails fast with
 bounded memory (measured in a subprocess of its own)."""
 
+import bz2
 import gzip
+import io
 import json
+import lzma
 import subprocess
 import sys
 import textwrap
+import zipfile
 import zlib
 
 import pytest
 
-from mlgraph.data.arff import ArffError, decompression_limit, gunzip, parse_arff
+from mlgraph.data.arff import ArffError, compression, decompress, decompression_limit, parse_arff
 
 
 def test_every_gzip_member_is_read_within_the_limit():
     parts = [b"@relation r\n@attribute a numeric\n", b"@data\n1\n2\n"]
     content = b"".join(gzip.compress(p) for p in parts)
-    assert bytes(gunzip(content, "two.arff.gz")) == b"".join(parts)
+    assert bytes(decompress(content, "two.arff.gz")) == b"".join(parts)
     assert parse_arff(content, "two.arff.gz").data.ravel().tolist() == [1.0, 2.0]
     with pytest.raises(ArffError, match=r"two.arff.gz: the gzip data expands to more than 0 MB"):
-        gunzip(content, "two.arff.gz", limit=10)
+        decompress(content, "two.arff.gz", limit=10)
+
+
+def _zip(*files: tuple[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files:
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+PACKERS = {
+    "gzip": gzip.compress,
+    "bzip2": bz2.compress,
+    "xz": lzma.compress,
+    "zip": lambda data: _zip(("data.arff", data)),
+}
+
+
+@pytest.mark.parametrize("name", PACKERS)
+def test_each_compression_is_found_by_its_magic_and_read_within_the_limit(name):
+    text = b"@relation r\n@attribute a numeric\n@data\n1\n2\n"
+    packed = PACKERS[name](text)
+    assert compression(packed, "f") == name and bytes(decompress(packed, "f")) == text
+    assert parse_arff(packed, "f").data.ravel().tolist() == [1.0, 2.0]
+    bomb = PACKERS[name](b"\n" * 200_000)
+    with pytest.raises(ArffError, match=rf"^f: the {name} data expands to more than 0 MB"):
+        decompress(bomb, "f", limit=100_000)
+    with pytest.raises(ArffError, match=rf"^f: corrupt {name} data"):
+        decompress(packed[: len(packed) // 2], "f")
+
+
+def test_plain_text_is_not_taken_for_compressed_and_zstd_or_a_many_file_zip_is_refused():
+    assert compression(b"BZheight,label\n1,0\n", "t.csv") is None  # bzip2's magic is longer
+    assert compression(b"@relation r\n", "r.arff") is None
+    with pytest.raises(ArffError, match="^z.csv: zstd-compressed data is not read"):
+        compression(b"\x28\xb5\x2f\xfd" + b"\0" * 10, "z.csv")
+    with pytest.raises(ArffError, match="^two.zip: a zip archive must hold one file, this one holds 2"):
+        decompress(_zip(("a", b"1"), ("b", b"2")), "two.zip")
 
 
 def test_the_limit_is_fifty_times_the_file_with_a_floor_and_can_be_set(monkeypatch):
@@ -35,7 +77,7 @@ def test_the_limit_is_fifty_times_the_file_with_a_floor_and_can_be_set(monkeypat
 def test_corrupt_gzip_is_one_error_naming_the_file():
     content = gzip.compress(b"@relation r\n" * 100)
     with pytest.raises(ArffError, match="bad.arff.gz: corrupt gzip data"):
-        gunzip(content[:-30] + b"\0" * 30, "bad.arff.gz")
+        decompress(content[:-30] + b"\0" * 30, "bad.arff.gz")
 
 
 READ = textwrap.dedent("""

@@ -1,6 +1,8 @@
 """DSML (paper 001, Algorithm 1), the dual-set baselines, and the dual-set data loaders."""
 
+import bz2
 import gzip
+import lzma
 import math
 import warnings
 from pathlib import Path
@@ -389,6 +391,18 @@ def test_multi_target_arff_with_numeric_three_class_targets():
     assert d.feature_names == ("f1", "f2", "colour=red", "colour=green", "colour=blue", "flag")
     np.testing.assert_array_equal(d.X[:3], [[0.5, 1, 1, 0, 0, 0], [1.5, 2, 0, 1, 0, 1], [2.5, 3, 0, 0, 1, 0]])
     assert d.name == "two_targets" and d.n_classes == (3, 3)
+
+
+@pytest.mark.parametrize("suffix, pack", [(".bz2", bz2.compress), (".xz", lzma.compress)])
+def test_a_csv_table_in_bzip2_or_xz_is_read_and_bounded(tmp_path, monkeypatch, suffix, pack):
+    text = "colour,size,x1\nred,S,0.5\nblue,L,1.5\nred,L,2.5\n"
+    path = tmp_path / f"t.csv{suffix}"
+    path.write_bytes(pack(text.encode()))
+    assert load_dual_set(path, "colour", "size").X.ravel().tolist() == [0.5, 1.5, 2.5]
+    path.write_bytes(pack(text.encode() + b"\n" * 3_000_000))
+    monkeypatch.setenv("MLGRAPH_MAX_DECOMPRESSED_MB", "1")
+    with pytest.raises(ValueError, match="data expands to more than 1 MB"):
+        load_dual_set(path, "colour", "size")
 
 
 def test_arff_nominal_targets_sparse_gzip_and_explicit_format(tmp_path):

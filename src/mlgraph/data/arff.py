@@ -1,4 +1,4 @@
-"""A fast reader for Weka ARFF files, dense and sparse, plain or gzip-compressed.
+"""A fast reader for Weka ARFF files, dense and sparse, plain or compressed (gzip, bzip2, xz, zip).
 
 Compressed input is decompressed in steps and refused once it exceeds 50 times the compressed
 file's size (at least 64 MB; ``MLGRAPH_MAX_DECOMPRESSED_MB`` sets another bound), so that a
@@ -35,12 +35,15 @@ either returns the same result or raises :class:`ArffError` with the file and li
 
 from __future__ import annotations
 
+import bz2
 import csv
 import gzip
 import io
+import lzma
 import os
 import re
 import warnings
+import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,7 +150,7 @@ class _FastPathFailed(Exception):
 # Entry points
 # ---------------------------------------------------------------------------------------------
 def read_arff(source: str | Path | BinaryIO | TextIO) -> ArffData:
-    """Read an ARFF file given by path or open file object (gzip detected by magic bytes)."""
+    """Read an ARFF file given by path or open file object (compression detected by magic bytes)."""
     if hasattr(source, "read"):
         return parse_arff(source.read(), str(getattr(source, "name", "<stream>")))
     return parse_arff(read_bytes(source), str(source))
@@ -163,7 +166,7 @@ def read_bytes(path: str | Path) -> bytes:
 
 
 def parse_arff(content: str | bytes, source: str = "<string>") -> ArffData:
-    """Parse ARFF text or raw (possibly gzipped) bytes; ``source`` names the input in errors."""
+    """Parse ARFF text or raw (possibly compressed) bytes; ``source`` names the input in errors."""
     text = decode_text(content, source)
     relation, attributes, data_start, data_line = _parse_header(text, source)
     data = text[data_start:]
@@ -207,42 +210,83 @@ def decompression_limit(compressed_size: int) -> int:
     return max(DECOMPRESSION_FLOOR, DECOMPRESSION_RATIO * compressed_size)
 
 
-def gunzip(content: bytes, source: str, limit: int | None = None) -> bytearray:
-    """The decompressed bytes of gzip data (every member), refused as soon as they exceed ``limit``
-    (default :func:`decompression_limit`). A first pass only counts the bytes, in 1 MiB steps, so
-    that a bomb is refused holding one step; a second pass reads into a buffer of the counted size
-    (one copy of the data, never a growing one)."""
+def _only_member(raw: BinaryIO, source: str) -> BinaryIO:
+    archive = zipfile.ZipFile(raw)
+    names = [info.filename for info in archive.infolist() if not info.is_dir()]
+    if len(names) != 1:
+        raise ArffError(f"a zip archive must hold one file, this one holds {len(names)}", source=source)
+    return archive.open(names[0])
+
+
+# Compressions read with the bound: name → (magic bytes, opener(binary stream, source)). bzip2's
+# magic includes its block size and first block's (or end's) signature, so that no text is taken
+# for it.
+_COMPRESSIONS = {
+    "gzip": (re.compile(b"\x1f\x8b"), lambda raw, _: gzip.GzipFile(fileobj=raw)),
+    "bzip2": (
+        re.compile(b"BZh[1-9](\x31\x41\x59\x26\x53\x59|\x17\x72\x45\x38\x50\x90)"),
+        lambda raw, _: bz2.BZ2File(raw),
+    ),
+    "xz": (re.compile(b"\xfd7zXZ\x00"), lambda raw, _: lzma.LZMAFile(raw)),
+    "zip": (re.compile(b"PK\x03\x04"), _only_member),
+}
+_ZSTD = b"\x28\xb5\x2f\xfd"  # not read: it needs a package of its own
+
+
+def compression(content: bytes, source: str) -> str | None:
+    """``"gzip"``, ``"bzip2"``, ``"xz"`` or ``"zip"`` when ``content`` starts with that
+    format's magic bytes, else None (plain data); zstd data is an :class:`ArffError`."""
+    for name, (magic, _) in _COMPRESSIONS.items():
+        if magic.match(content[:16]):
+            return name
+    if content[: len(_ZSTD)] == _ZSTD:
+        raise ArffError(
+            "zstd-compressed data is not read; decompress it, or use gzip, bzip2 or xz", source=source
+        )
+    return None
+
+
+def decompress(content: bytes, source: str, limit: int | None = None) -> bytearray:
+    """The decompressed bytes of gzip, bzip2, xz or zip data (every member or stream of the first
+    three; a zip archive must hold one file), refused as soon as they exceed ``limit`` (default
+    :func:`decompression_limit`). A first pass only counts the bytes, in 1 MiB steps, so that a
+    bomb is refused holding one step; a second pass reads into a buffer of the counted size (one
+    copy of the data, never a growing one)."""
+    name = compression(content, source)
+    if name is None:
+        raise ArffError("the data is not gzip, bzip2, xz or zip", source=source)
+    opener = _COMPRESSIONS[name][1]
     limit = decompression_limit(len(content)) if limit is None else limit
     try:
         size = 0
-        with gzip.GzipFile(fileobj=io.BytesIO(content)) as stream:
+        with opener(io.BytesIO(content), source) as stream:
             while chunk := stream.read(1 << 20):
                 size += len(chunk)
                 if size > limit:
                     raise ArffError(
-                        f"the gzip data expands to more than {limit / 1e6:,.0f} MB, over "
+                        f"the {name} data expands to more than {limit / 1e6:,.0f} MB, over "
                         f"{size // max(len(content), 1)} times its {len(content):,} bytes, and is refused (a "
                         f"decompression bomb?); if the file is genuine, set {DECOMPRESSION_ENV} to a larger "
                         "number of megabytes",
                         source=source,
                     )
         data = bytearray(size)
-        with gzip.GzipFile(fileobj=io.BytesIO(content)) as stream, memoryview(data) as view:
+        with opener(io.BytesIO(content), source) as stream, memoryview(data) as view:
             done = 0
             while done < size and (n := stream.readinto(view[done:])):
                 done += n
-    except (OSError, EOFError, zlib.error) as exc:
-        # zlib's messages name the fault ("invalid distance"), never the data
-        raise ArffError(f"corrupt gzip data ({exc})", source=source) from None
+    except (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile) as exc:
+        # the libraries' messages name the fault ("invalid distance"), never the data
+        raise ArffError(f"corrupt {name} data ({exc})", source=source) from None
     return data
 
 
 def decode_text(content: str | bytes, source: str) -> str:
-    """Text with ``\\n`` line ends: gunzip (bounded, :func:`gunzip`) when the gzip magic is there,
-    UTF-8 with a Latin-1 fallback."""
+    """Text with ``\\n`` line ends: decompressed (bounded, :func:`decompress`) when it is gzip,
+    bzip2, xz or zip, UTF-8 with a Latin-1 fallback."""
     if isinstance(content, (bytes, bytearray)):
-        if content[:2] == b"\x1f\x8b":
-            content = gunzip(content, source)
+        if compression(content, source):
+            content = decompress(content, source)
         try:
             content = content.decode("utf-8-sig")
         except UnicodeDecodeError:

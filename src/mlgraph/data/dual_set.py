@@ -1,7 +1,8 @@
 """Dual-set data (paper 001): a table with two categorical targets, one label from each set.
 
-:func:`load_dual_set` reads a CSV table with a header row (gzip and the other pandas
-compressions are inferred from the name) or a multi-target ARFF file (``.arff``, ``.arff.gz``;
+:func:`load_dual_set` reads a CSV table with a header row (plain, or compressed with gzip, bzip2,
+xz or zip: found by its first bytes, and decompressed with the bound of
+:func:`mlgraph.data.arff.decompress`) or a multi-target ARFF file (``.arff``, ``.arff.gz``;
 read by :func:`mlgraph.data.arff.read_arff`, dense or sparse): two columns, chosen by name, are
 the targets a and b, the ``drop`` columns are left out, every other column is a feature.  Each
 target's classes are its distinct values: text sorted as text, numbers sorted as numbers and
@@ -47,7 +48,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from mlgraph.data.arff import gunzip, read_arff, read_bytes
+from mlgraph.data.arff import compression, decompress, read_arff, read_bytes
 from mlgraph.data.registry import ChecksumError, find_file, sha256_file
 
 __all__ = ["VOICE_SHA256", "DualSetDataset", "frequency_gender", "load_dual_set"]
@@ -101,11 +102,10 @@ class DualSetDataset:
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
-    with open(path, "rb") as stream:
-        gzipped = stream.read(2) == b"\x1f\x8b"
-    source = io.BytesIO(gunzip(read_bytes(path), str(path))) if gzipped else path  # bounded
+    raw = read_bytes(path)
+    content = decompress(raw, str(path)) if compression(raw, str(path)) else raw  # bounded
     try:
-        df = pd.read_csv(source)
+        df = pd.read_csv(io.BytesIO(content), compression=None)
     except Exception as exc:  # pandas raises parser, unicode, gzip and OS errors
         raise ValueError(f"{path}: cannot be read as a CSV table with a header row ({exc})") from exc
     if df.shape[1] == 0:
