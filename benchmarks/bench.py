@@ -21,8 +21,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import scipy.linalg
+from mlgraph.cli import settle_blas_threads
+
+settle_blas_threads()  # as the commands do, before numpy loads
+
+import numpy as np  # noqa: E402
+import scipy.linalg  # noqa: E402
 
 from mlgraph.data import find_file, load_dataset, read_arff
 

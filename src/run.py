@@ -5,12 +5,16 @@ A thin Hydra layer over :func:`mlgraph.experiment.run_from_hydra`, which does th
 
 from pathlib import Path
 
-import hydra
-from omegaconf import DictConfig
+from mlgraph.cli import settle_blas_threads
 
-from mlgraph.experiment import run_from_hydra
-from mlgraph.runner import quick_exit
-from mlgraph.signals import exit_conventionally
+settle_blas_threads()  # before numpy loads
+
+import hydra  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+from mlgraph.experiment import run_from_hydra  # noqa: E402
+from mlgraph.runner import quick_exit  # noqa: E402
+from mlgraph.signals import exit_conventionally  # noqa: E402
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
