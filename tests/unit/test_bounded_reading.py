@@ -57,7 +57,10 @@ def test_each_compression_is_found_by_its_magic_and_read_within_the_limit(name):
 
 def test_plain_text_is_not_taken_for_compressed_and_zstd_or_a_many_file_zip_is_refused():
     assert compression(b"BZheight,label\n1,0\n", "t.csv") is None  # bzip2's magic is longer
-    assert compression(b"@relation r\n", "r.arff") is None
+    assert (
+        compression(b"@relation r\n", "r.arff") is None
+        and decompress(b"@relation r\n", "r") == b"@relation r\n"
+    )
     with pytest.raises(ArffError, match="^z.csv: zstd-compressed data is not read"):
         compression(b"\x28\xb5\x2f\xfd" + b"\0" * 10, "z.csv")
     with pytest.raises(ArffError, match="^two.zip: a zip archive must hold one file, this one holds 2"):

@@ -241,20 +241,21 @@ def compression(content: bytes, source: str) -> str | None:
             return name
     if content[: len(_ZSTD)] == _ZSTD:
         raise ArffError(
-            "zstd-compressed data is not read; decompress it, or use gzip, bzip2 or xz", source=source
+            "zstd-compressed data is not read; decompress it, or use gzip, bzip2, xz or zip", source=source
         )
     return None
 
 
-def decompress(content: bytes, source: str, limit: int | None = None) -> bytearray:
-    """The decompressed bytes of gzip, bzip2, xz or zip data (every member or stream of the first
-    three; a zip archive must hold one file), refused as soon as they exceed ``limit`` (default
+def decompress(content: bytes, source: str, limit: int | None = None) -> bytes | bytearray:
+    """``content`` decompressed when it is gzip, bzip2, xz or zip data (every member or stream of
+    the first three; a zip archive must hold one file), as it is when plain (:func:`compression`).
+    The decompressed bytes are refused as soon as they exceed ``limit`` (default
     :func:`decompression_limit`). A first pass only counts the bytes, in 1 MiB steps, so that a
     bomb is refused holding one step; a second pass reads into a buffer of the counted size (one
     copy of the data, never a growing one)."""
     name = compression(content, source)
     if name is None:
-        raise ArffError("the data is not gzip, bzip2, xz or zip", source=source)
+        return content
     opener = _COMPRESSIONS[name][1]
     limit = decompression_limit(len(content)) if limit is None else limit
     try:
@@ -285,8 +286,7 @@ def decode_text(content: str | bytes, source: str) -> str:
     """Text with ``\\n`` line ends: decompressed (bounded, :func:`decompress`) when it is gzip,
     bzip2, xz or zip, UTF-8 with a Latin-1 fallback."""
     if isinstance(content, (bytes, bytearray)):
-        if compression(content, source):
-            content = decompress(content, source)
+        content = decompress(content, source)
         try:
             content = content.decode("utf-8-sig")
         except UnicodeDecodeError:

@@ -48,7 +48,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from mlgraph.data.arff import compression, decompress, read_arff, read_bytes
+from mlgraph.data.arff import decompress, read_arff, read_bytes
 from mlgraph.data.registry import ChecksumError, find_file, sha256_file
 
 __all__ = ["VOICE_SHA256", "DualSetDataset", "frequency_gender", "load_dual_set"]
@@ -102,8 +102,7 @@ class DualSetDataset:
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
-    raw = read_bytes(path)
-    content = decompress(raw, str(path)) if compression(raw, str(path)) else raw  # bounded
+    content = decompress(read_bytes(path), str(path))  # bounded
     try:
         df = pd.read_csv(io.BytesIO(content), compression=None)
     except Exception as exc:  # pandas raises parser, unicode, gzip and OS errors

@@ -3,9 +3,9 @@ column (but the ``drop`` list) is a numeric feature.
 
 The first line is the header. A label column holds 0/1 (``0``, ``1``, ``0.0``, ``true``, ...);
 a feature value left empty or written ``?``, ``NA`` or ``NaN`` is missing and follows the
-``missing`` policy of :func:`mlgraph.data.mulan.check_missing`. The file may be compressed
-(gzip, bzip2, xz or zip, detected by its first bytes). The result is the :class:`MultiLabelDataset` an ARFF file gives,
-with the SHA-256 of the file as stored. Errors are :class:`ArffError` naming the file, the line
+``missing`` policy of :func:`mlgraph.data.mulan.check_missing`. The file may be compressed (gzip,
+bzip2, xz or zip, detected by its first bytes). The result is the :class:`MultiLabelDataset` an
+ARFF file gives, with the SHA-256 of the file as stored. Errors are :class:`ArffError` naming the file, the line
 and column; line numbers count one record per line (a quoted field spanning lines shifts them).
 """
 
