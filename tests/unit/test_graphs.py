@@ -343,3 +343,29 @@ def test_median_sigma_is_bitwise_the_median_of_the_sampled_distances(d):
         assert median_sigma(X) == float(np.median(pdist(X[rows])))
         sub = D[np.ix_(rows, rows)][np.triu_indices(len(rows), 1)]
         assert median_sigma(X, sqdist=D) == float(np.median(np.sqrt(sub)))
+
+
+def test_middle_values_are_the_partitions_middle_order_statistics():
+    """The bracketed selection gives np.partition's two middle values exactly: random data,
+    heavy ties, sorted and reversed order, a strided sample unlike the whole (the bracket
+    misses and the whole array is partitioned), and sizes too small to sample."""
+    from mlgraph.graphs.kernels import middle_values
+
+    rng = np.random.default_rng(3)
+    n = 500_000
+    skewed = rng.normal(size=n)
+    skewed[:: n // 4096] = 1e9  # every sampled value is the largest: the bracket misses
+    cases = {
+        "normal": rng.normal(size=n),
+        "odd": rng.exponential(size=n + 1),
+        "ties": rng.integers(0, 5, n).astype(float),
+        "sorted": np.sort(rng.uniform(size=n)),
+        "reversed": np.sort(rng.uniform(size=n))[::-1].copy(),
+        "skewed sample": skewed,
+        "small": rng.normal(size=7),
+        "one": np.array([2.5]),
+    }
+    for name, values in cases.items():
+        places = [(len(values) - 1) // 2, len(values) // 2]
+        expected = np.partition(values, places)[places]
+        np.testing.assert_array_equal(middle_values(values), expected, err_msg=name)

@@ -267,19 +267,40 @@ def median_sigma(
     if n > max_samples:
         rows = np.sort(np.random.default_rng(random_state).choice(n, size=max_samples, replace=False))
     if sqdist is None:
-        sigma = float(np.median(pdist(X[rows]))) if X.shape[1] < 128 else _median_pdist(X[rows])
+        # np.median of the two middle values is np.median of them all (it averages those two)
+        sigma = (
+            float(np.median(middle_values(pdist(X[rows])))) if X.shape[1] < 128 else _median_pdist(X[rows])
+        )
     else:
         # the median of the square roots is the square root of the middle squared values (sqrt is
-        # monotone), averaged as np.median averages: the same number, one sqrt per middle value;
-        # one selection finds both (the lower middle is the largest value left of the upper)
-        squared = np.asarray(sqdist)[rows][:, rows][_upper_mask(len(rows))]
-        low, high = (squared.shape[0] - 1) // 2, squared.shape[0] // 2
-        part = np.partition(squared, high)
-        middle = [part[:high].max() if low < high else part[high], part[high]]
-        sigma = float(np.median(np.sqrt(middle)))
+        # monotone), averaged as np.median averages: the same number, one sqrt per middle value
+        squared = np.asarray(sqdist).take(rows, axis=0).take(rows, axis=1)[_upper_mask(len(rows))]
+        sigma = float(np.median(np.sqrt(middle_values(squared))))
     if sigma <= 0.0:
         raise ValueError("median pairwise distance is 0 (mostly duplicate rows); pass sigma explicitly")
     return sigma
+
+
+def middle_values(values: np.ndarray) -> np.ndarray:
+    """The two middle order statistics of a 1-d array (one value twice when its length is odd):
+    ``np.partition(values, [(N - 1) // 2, N // 2])`` at those places, exactly, about 3× faster
+    at N = 500,000. A strided sample of about 4,096 values brackets them (ranks ±3√4096 around
+    the sample's middle, six standard deviations of its middle's rank); one pass counts the
+    values below the bracket and only the values inside it are partitioned. Should the bracket
+    miss (a sample unlike the whole), the whole array is partitioned."""
+    n = values.shape[0]
+    middle = [(n - 1) // 2, n // 2]
+    sample = values[:: max(1, n // 4096)]
+    half, spread = sample.shape[0] // 2, 3 * int(np.sqrt(sample.shape[0])) + 1
+    if n > 16 * sample.shape[0]:
+        edges = [max(0, half - spread), min(sample.shape[0] - 1, half + spread)]
+        lo, hi = np.partition(sample, edges)[edges]
+        below = int(np.count_nonzero(values < lo))
+        inside = values[(values >= lo) & (values <= hi)]
+        if below <= middle[0] and below + inside.shape[0] > middle[1]:
+            places = [middle[0] - below, middle[1] - below]
+            return np.partition(inside, places)[places]
+    return np.partition(values, middle)[middle]
 
 
 @functools.lru_cache(maxsize=4)
@@ -314,7 +335,7 @@ def _median_pdist(X: np.ndarray) -> float:
     gram = (sq[:, None] + sq[None, :] - 2.0 * (X @ X.T))[upper]
     count = gram.shape[0]
     middle = [(count - 1) // 2, count // 2]
-    low, high = np.partition(gram, middle)[middle]
+    low, high = middle_values(gram)
     tol = 1e-10 * (4.0 * sq.max() + np.finfo(np.float64).tiny)
     below = int(np.count_nonzero(gram < low - 2 * tol))
     band = np.flatnonzero((gram >= low - 2 * tol) & (gram <= high + 2 * tol))

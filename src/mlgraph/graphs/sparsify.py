@@ -35,6 +35,9 @@ WEIGHTS = ("distance", "heat")
 
 # Rows x features handled per chunk when computing per-edge distances (bounds memory).
 _CHUNK_ELEMENTS = 1 << 22
+# Entries of a given distance matrix selected per block: 4 MB, so the selection's passes over a
+# block find it in cache (1.2x faster than 32 MB blocks at 4,000 and 8,000 rows, the same at 1,600).
+_SELECT_ELEMENTS = 1 << 19
 # Edges x features per chunk of pair_sqdist: small enough (2 MB) for the gathered
 # differences to stay in cache between the subtraction and the sum (3× faster than 32 MB).
 _PAIR_CHUNK_ELEMENTS = 1 << 18
@@ -128,7 +131,7 @@ def graph_from_pairs(
     sqd = pair_sqdist(X, rows, cols)
     r = np.concatenate([rows, cols])
     c = np.concatenate([cols, rows])
-    order = np.lexsort((c, r))
+    order = np.argsort(r.astype(np.int64) * n + c)  # by row, then column (keys unique: 3× lexsort)
     indices = c[order].astype(np.int32)
     indptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=n))]).astype(np.int32)
     sqd = np.concatenate([sqd, sqd])[order]
@@ -154,12 +157,14 @@ def knn_pairs(X: np.ndarray, k: int, sqdist: np.ndarray | None = None) -> tuple[
     blocks are selected in :func:`row_blocks`' threads (the selection releases the GIL).
     """
     n = X.shape[0]
-    step = max(1, _CHUNK_ELEMENTS // n)
+    step = max(1, (_CHUNK_ELEMENTS if sqdist is None else _SELECT_ELEMENTS) // n)
     found = []  # (rows, cols) in any order
 
     def select(block: slice) -> None:
-        for start in range(block.start, block.stop, step):
-            part = slice(start, min(block.stop, start + step))
+        size = block.stop - block.start
+        step_ = -(-size // -(-size // step))  # equal parts of at most ``step`` rows
+        for start in range(block.start, block.stop, step_):
+            part = slice(start, min(block.stop, start + step_))
             D = sqdist[part] if sqdist is not None else squared_distances(X[part], X)
             r, c = nearest_columns(D, k, start)
             found.append((r + start, c))
@@ -191,8 +196,9 @@ def _row_candidates(
     bound = np.partition(sample, j - 1, axis=1)[:, j - 1 : j]
     with np.errstate(invalid="ignore"):  # 0 × inf: no widening
         limit = np.where(np.isfinite(bound), bound + (rtol * bound + 1e-300), bound)
-    rows, cols = np.divmod(np.flatnonzero(D <= limit), n)
-    values = D[rows, cols]
+    flat = np.flatnonzero(D <= limit)
+    rows, cols = np.divmod(flat, n)
+    values = D.reshape(-1)[flat] if D.flags.c_contiguous else D[rows, cols]
     counts = np.bincount(rows, minlength=m)
     gathered = np.full((m, counts.max(initial=j)), np.inf, dtype=D.dtype)
     gathered[rows, np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]] = values
