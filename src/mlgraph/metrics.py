@@ -198,6 +198,8 @@ def _as_binary(M: ArrayLike, name: str) -> NDArray[np.bool_]:
     M = M.toarray() if sp.issparse(M) else np.asarray(M)
     if M.ndim != 2 or M.shape[0] == 0 or M.shape[1] == 0:
         raise ValueError(f"{name} must be a non-empty 2-D (n x q) array, got shape {M.shape}")
+    if M.dtype == np.bool_:  # validated already (evaluate passes its checked Y to each metric)
+        return M
     if not np.isin(M, (0, 1)).all():
         raise ValueError(f"{name} must contain only 0/1 values")
     return M.astype(bool)
@@ -258,14 +260,36 @@ def _ranking(Y: ArrayLike, scores: ArrayLike, empty_rows: str, ties: str) -> _Ra
     _check_choice(ties, ("mulan", "max"), "ties")
     Yb = _as_binary(Y, "Y")
     S = _as_scores(scores, Yb.shape)
+    n_rel = Yb.sum(axis=1)
     if ties == "max":
         rank = rankdata(-S, method="max", axis=1)
-    else:  # ordinal ranks of the reversed columns: among ties the higher label index comes first
-        rank = rankdata(-S[:, ::-1], method="ordinal", axis=1)[:, ::-1].astype(np.float64)
-    # Irrelevant labels pushed to the bottom so they never precede a relevant one.
-    rank_rel = rankdata(np.where(Yb, rank, np.inf), method="max", axis=1)
-    n_rel = Yb.sum(axis=1)
+        # Irrelevant labels pushed to the bottom so they never precede a relevant one.
+        rank_rel = rankdata(np.where(Yb, rank, np.inf), method="max", axis=1)
+    else:
+        rank, rank_rel = _strict_ranks(Yb, S)
     return _Ranking(Yb, rank, rank_rel, n_rel, (n_rel > 0) & (n_rel < Yb.shape[1]))
+
+
+def _strict_ranks(
+    Yb: NDArray[np.bool_], S: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """``ties="mulan"``'s ranks, ``rankdata(-S[:, ::-1], "ordinal", axis=1)[:, ::-1]`` (among
+    ties the higher label index first), and the ranks among the relevant labels,
+    ``rankdata(np.where(Yb, rank, inf), "max", axis=1)``: the same numbers from one unstable
+    sort of each row, a stable sort only for the rows with tied scores (3-5× faster than
+    ``rankdata``, whose ordinal ranks need a stable sort of every row). The relevant labels'
+    ranks are a running count along each row's order; an irrelevant label gets q."""
+    n, q = S.shape
+    order = np.argsort(-S, axis=1)  # columns from the top rank down
+    ordered = np.take_along_axis(S, order, axis=1)
+    tied = (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+    if tied.any():
+        order[tied] = q - 1 - np.argsort(-S[tied, ::-1], axis=1, kind="stable")
+    relevant = np.take_along_axis(Yb, order, axis=1)
+    rank, rank_rel = np.empty((n, q)), np.empty((n, q), dtype=np.int64)
+    np.put_along_axis(rank, order, np.arange(1.0, q + 1.0), axis=1)
+    np.put_along_axis(rank_rel, order, np.where(relevant, np.cumsum(relevant, axis=1), q), axis=1)
+    return rank, rank_rel
 
 
 def _row_mean(
@@ -290,7 +314,10 @@ def average_precision(
     equals ``sklearn.metrics.label_ranking_average_precision_score`` on rows
     with at least one relevant label.  NaN if no row remains.
     """
-    r = _ranking(Y, scores, empty_rows, ties)
+    return _average_precision(_ranking(Y, scores, empty_rows, ties), empty_rows)
+
+
+def _average_precision(r: _Ranking, empty_rows: str) -> float:
     precision = np.where(r.Y, r.rank_rel / r.rank, 0.0).sum(axis=1)
     per_row = np.divide(precision, r.n_rel, out=np.zeros_like(precision), where=r.n_rel > 0)
     return _row_mean(per_row, r, empty_rows, mulan_rows=r.n_rel > 0)
@@ -307,7 +334,10 @@ def one_error(
     index as the top one (MULAN's ranking); ``ties="max"`` counts an error
     unless every label sharing the top score is relevant.
     """
-    r = _ranking(Y, scores, empty_rows, ties)
+    return _one_error(_ranking(Y, scores, empty_rows, ties), empty_rows)
+
+
+def _one_error(r: _Ranking, empty_rows: str) -> float:
     at_top = r.rank == r.rank.min(axis=1, keepdims=True)
     return _row_mean((at_top & ~r.Y).any(axis=1).astype(float), r, empty_rows)
 
@@ -328,7 +358,10 @@ def coverage(
     scores an empty row 0, here 0 after the -1), i.e. ``coverage_error - 1``
     when no row is empty.  ``normalize=True`` divides by q.
     """
-    r = _ranking(Y, scores, empty_rows, ties)
+    return _coverage(_ranking(Y, scores, empty_rows, ties), empty_rows, normalize)
+
+
+def _coverage(r: _Ranking, empty_rows: str, normalize: bool = False) -> float:
     deepest = np.where(r.Y, r.rank, 1.0).max(axis=1) - 1.0  # an empty row reaches depth 0
     value = _row_mean(deepest, r, empty_rows)
     return value / r.Y.shape[1] if normalize else value
@@ -344,7 +377,10 @@ def ranking_loss(
     skipped (NaN if no row remains).  ``ties="max"`` counts a tied pair as
     wrong, as scikit-learn does; ``ties="mulan"`` orders it by label index.
     """
-    r = _ranking(Y, scores, empty_rows, ties)
+    return _ranking_loss(_ranking(Y, scores, empty_rows, ties), empty_rows)
+
+
+def _ranking_loss(r: _Ranking, empty_rows: str) -> float:
     # For relevant j, rank - rank_rel = number of irrelevant labels ranked at or above j.
     bad_pairs = np.where(r.Y, r.rank - r.rank_rel, 0.0).sum(axis=1)
     n_pairs = r.n_rel * (r.Y.shape[1] - r.n_rel)
@@ -359,8 +395,32 @@ def _column_auc(Yb: NDArray[np.bool_], S: NDArray[np.float64]) -> NDArray[np.flo
     n_neg = Yb.shape[0] - n_pos
     keep = (n_pos > 0) & (n_neg > 0)
     Yb, S, n_pos, n_neg = Yb[:, keep], S[:, keep], n_pos[keep], n_neg[keep]
-    rank_sum_pos = np.where(Yb, rankdata(S, method="average", axis=0), 0.0).sum(axis=0)
+    rank_sum_pos = _positive_rank_sums(Yb, S)
     return (rank_sum_pos - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
+
+
+def _positive_rank_sums(Yb: NDArray[np.bool_], S: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per column, the sum over the rows where Yb holds of ``rankdata(S, "average", axis=0)``,
+    from one unstable sort of each column (2-3× faster). A tie group at sorted places a..b
+    (from 0) has rank (a + b) / 2 + 1 whatever the order within it, so the sort need not be
+    stable; the ranks are halves of integers, so their sums are exact in any order."""
+    T = np.ascontiguousarray(S.T)  # one column per row: sorts along contiguous memory
+    order = np.argsort(T, axis=1)
+    ordered = np.take_along_axis(T, order, axis=1)
+    positive = np.take_along_axis(np.ascontiguousarray(Yb.T), order, axis=1)
+    n = T.shape[1]
+    ranks = np.broadcast_to(np.arange(1.0, n + 1.0), T.shape)
+    tied = ordered[:, 1:] == ordered[:, :-1]
+    if tied.any():
+        place = np.broadcast_to(np.arange(n), T.shape)
+        starts = np.ones(T.shape, dtype=bool)
+        starts[:, 1:] = ~tied
+        ends = np.ones(T.shape, dtype=bool)
+        ends[:, :-1] = ~tied
+        first = np.maximum.accumulate(np.where(starts, place, 0), axis=1)
+        last = np.minimum.accumulate(np.where(ends, place, n - 1)[:, ::-1], axis=1)[:, ::-1]
+        ranks = (first + last) / 2.0 + 1.0
+    return np.where(positive, ranks, 0.0).sum(axis=1)
 
 
 def macro_auc(Y: ArrayLike, scores: ArrayLike, auc_single_class: AucSingleClass = "skip") -> float:
@@ -540,26 +600,35 @@ def dual_set_accuracy(
 # --------------------------------------------------------------------------
 class MetricSpec(NamedTuple):
     """How to compute one metric: ``function(Y, <input>, **options)`` with input kind "scores"
-    or "pred"; ``options`` names the keyword options of :func:`evaluate` the function takes."""
+    or "pred"; ``options`` names the keyword options of :func:`evaluate` the function takes.
+    A ranking metric's ``ranked(ranking, empty_rows)`` computes it from the ranks, which
+    :func:`evaluate` then sorts once for all of them."""
 
     function: Callable[..., float]
     kind: Literal["scores", "pred"]
     greater_is_better: bool
     options: tuple[str, ...] = ()
+    ranked: Callable[[_Ranking, str], float] | None = None
 
 
 _RANKING_OPTIONS = ("empty_rows", "ties")
 
 # Names are logged to MLflow by other code: do not rename.
 METRICS: dict[str, MetricSpec] = {
-    "avg_precision": MetricSpec(average_precision, "scores", True, _RANKING_OPTIONS),
+    "avg_precision": MetricSpec(average_precision, "scores", True, _RANKING_OPTIONS, _average_precision),
     "micro_f1": MetricSpec(micro_f1, "pred", True, ("zero_division",)),
     "macro_f1": MetricSpec(macro_f1, "pred", True, ("zero_division",)),
     "hamming_loss": MetricSpec(hamming_loss, "pred", False),
-    "one_error": MetricSpec(one_error, "scores", False, _RANKING_OPTIONS),
-    "coverage": MetricSpec(coverage, "scores", False, _RANKING_OPTIONS),
-    "coverage_norm": MetricSpec(partial(coverage, normalize=True), "scores", False, _RANKING_OPTIONS),
-    "ranking_loss": MetricSpec(ranking_loss, "scores", False, _RANKING_OPTIONS),
+    "one_error": MetricSpec(one_error, "scores", False, _RANKING_OPTIONS, _one_error),
+    "coverage": MetricSpec(coverage, "scores", False, _RANKING_OPTIONS, _coverage),
+    "coverage_norm": MetricSpec(
+        partial(coverage, normalize=True),
+        "scores",
+        False,
+        _RANKING_OPTIONS,
+        partial(_coverage, normalize=True),
+    ),
+    "ranking_loss": MetricSpec(ranking_loss, "scores", False, _RANKING_OPTIONS, _ranking_loss),
     "macro_auc": MetricSpec(macro_auc, "scores", True, ("auc_single_class",)),
     "micro_auc": MetricSpec(micro_auc, "scores", True),
     "subset_accuracy": MetricSpec(subset_accuracy, "pred", True),
@@ -634,13 +703,19 @@ def evaluate(
         "pred": None if Y_pred is None else _as_pred(Y_pred, Yb.shape),
     }
     results: dict[str, float | int] = {}
+    ranking = None  # the ranks every ranking metric reads, sorted once
     for name in names:
         spec = METRICS[name]
         data = inputs[spec.kind]
         if data is None:
             arg = "scores" if spec.kind == "scores" else "Y_pred"
             raise ValueError(f"metric {name!r} needs {arg}, which is None")
-        results[name] = spec.function(Yb, data, **{k: options[k] for k in spec.options})
+        if spec.ranked is not None:
+            if ranking is None:
+                ranking = _ranking(Yb, data, options["empty_rows"], options["ties"])
+            results[name] = spec.ranked(ranking, options["empty_rows"])
+        else:
+            results[name] = spec.function(Yb, data, **{k: options[k] for k in spec.options})
     if diagnostics:
         results.update(label_diagnostics(Yb))
     return results

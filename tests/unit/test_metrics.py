@@ -702,3 +702,68 @@ def test_only_exactly_equal_scores_tie():
     assert M.one_error(Y, np.array([[0.5, 0.5]]), ties="max") == 1.0  # tied at the top: an error
     assert M.one_error(Y, np.array([[0.5, 0.5]]), ties="mulan") == 1.0  # label 1 (higher index) first
     assert M.one_error(Y[:, ::-1], np.array([[0.5, 0.5]]), ties="mulan") == 0.0
+
+
+def _random_scores(rng, trial: int):
+    """Scores with no ties, with ties (a few integer levels), and all tied at ±0."""
+    n, q = int(rng.integers(1, 60)), int(rng.integers(1, 12))
+    if trial % 3 == 0:
+        S = rng.normal(size=(n, q))
+    elif trial % 3 == 1:
+        S = rng.integers(0, int(rng.integers(1, 5)), size=(n, q)).astype(float)
+    else:
+        S = np.full((n, q), -0.0)
+        S[0, 0] = 0.0
+    return S, rng.random((n, q)) < 0.4
+
+
+def test_strict_ranks_are_scipys_ordinal_ranks_of_the_reversed_columns():
+    """The ranks of ties="mulan" from one unstable sort per row (a stable one for rows with
+    ties) are scipy's ordinal ranks of the reversed columns, and the ranks among the relevant
+    labels scipy's max ranks with the irrelevant ones pushed to the bottom: same values and types."""
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(1)
+    for trial in range(300):
+        S, Y = _random_scores(rng, trial)
+        rank = rankdata(-S[:, ::-1], method="ordinal", axis=1)[:, ::-1].astype(np.float64)
+        rank_rel = rankdata(np.where(Y, rank, np.inf), method="max", axis=1)
+        ours, ours_rel = M._strict_ranks(Y, S)
+        np.testing.assert_array_equal(ours, rank)
+        np.testing.assert_array_equal(ours_rel, rank_rel)
+        assert (ours.dtype, ours_rel.dtype) == (rank.dtype, rank_rel.dtype)
+
+
+def test_positive_rank_sums_are_sums_of_scipys_average_ranks():
+    """The AUCs' rank sums from an unstable sort equal the sums of scipy's average ranks
+    exactly, with and without ties, per column and pooled."""
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(2)
+    for trial in range(300):
+        S, Y = _random_scores(rng, trial)
+        for s, y in ((S, Y), (S.reshape(-1, 1), Y.reshape(-1, 1))):
+            expected = np.where(y, rankdata(s, method="average", axis=0), 0.0).sum(axis=0)
+            np.testing.assert_array_equal(M._positive_rank_sums(y, s), expected)
+
+
+def test_evaluate_ranks_once_and_matches_each_metric_on_its_own(monkeypatch):
+    """evaluate computes the ranks once for every ranking metric; each value equals the metric
+    function called alone, under both tie rules and both empty-row rules."""
+    calls = []
+    ranking = M._ranking
+    monkeypatch.setattr(M, "_ranking", lambda *a: calls.append(1) or ranking(*a))
+    M.evaluate(np.eye(3, dtype=int), np.eye(3), np.eye(3))
+    assert len(calls) == 1
+    rng = np.random.default_rng(4)
+    Y = (rng.random((80, 7)) < 0.3).astype(int)
+    Y[0] = 0  # an empty row
+    Y[1] = 1  # a full row
+    S = np.round(rng.normal(size=Y.shape), 1)  # ties
+    for ties in ("mulan", "max"):
+        for empty_rows in ("mulan", "exclude"):
+            got = M.evaluate(Y, S, S > 0, ties=ties, empty_rows=empty_rows)
+            for name, spec in M.METRICS.items():
+                if spec.ranked is not None:
+                    alone = spec.function(Y, S, ties=ties, empty_rows=empty_rows)
+                    assert got[name] == alone, (name, ties, empty_rows)
