@@ -54,11 +54,9 @@ rank-deficient Ã gives the minimum-norm solution. The whitened system is solved
 preconditioned conjugate gradients, warm-started from the previous sweep's solution, until the
 relative residual ‖b − Hv‖ ≤ 1e-12 ‖b‖ (re-checked with a freshly computed residual); the
 preconditioner is a float32 Cholesky factorisation (LAPACK ``spotrf``) of H_M itself, so CG
-needs 2–3 iterations. A factorisation costs about 15 (yeast) to 20 (scene) CG iterations, so a
-system keeps its factor from sweep to sweep while CG with it converges in 20 iterations, and
-refactors for the next sweep once it needed more than 10: a fit on yeast factorises about half
-of its systems, on scene a fifth, 11–18 % less time than refactoring whenever L moved by 2 %.
-Each update is the exact block minimiser up to rounding (the W of a
+needs 2–3 iterations (a system keeps its factor for the next sweep while L has moved by at most
+2 % in Frobenius norm and CG converges with it in 20 iterations; on scene about half the
+factorisations are saved, on yeast L moves more and none are) and each update is the exact block minimiser up to rounding (the W of a
 dense float64 Cholesky solve agrees to ~1e-10 relative; the Hessian products are never formed,
 Qᵀ(D∘F + α M∘Nᵀ(N(M∘F))) with F = QV). If the float32 factorisation is not positive
 definite (a pivot ratio below 100·eps₃₂ included) or CG does not converge in 60 iterations (a singular system, e.g. a label positive on
@@ -174,11 +172,8 @@ def _solve_spd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 CG_TOL = 1e-12  # relative residual ‖b − Hx‖ ≤ CG_TOL ‖b‖ of the W and W* solves
 CG_MAXITER = 60  # then the dense float64 solve takes over
-# A system keeps its float32 factor from sweep to sweep while CG with it converges within
-# REUSE_MAXITER iterations (about what a factorisation costs), and refactors for the next sweep
-# once it needed more than REUSE_REFRESH (L has moved; the next sweep would need more still).
-REUSE_MAXITER = 20
-REUSE_REFRESH = 10
+REUSE_DL = 0.02  # keep a system's float32 factor while ‖L − L_factor‖_F ≤ REUSE_DL ‖L_factor‖_F …
+REUSE_MAXITER = 20  # … and CG with it converges within this many iterations
 
 
 class _SSWLProblem:
@@ -309,7 +304,7 @@ class _SSWLProblem:
     def _pcg(self, key, b, V, L, c, maxiter):
         """Preconditioned CG (Polak–Ribière form, as the float32 preconditioner is not exactly
         linear) from V until ‖b − HV‖ ≤ CG_TOL ‖b‖, the residual recomputed at the end.
-        Returns (V, converged, iterations); at most ``maxiter`` iterations."""
+        Returns (V, converged); at most ``maxiter`` iterations."""
         m, r = self.m, self.r
 
         def prec(R):  # two triangular solves: LAPACK's spotrs with one column took 8× longer
@@ -336,9 +331,9 @@ class _SSWLProblem:
                 D = Zn + ((rzn - np.vdot(R, Z)) / rz) * D
                 Z, rz = Zn, rzn
             else:
-                return V, False, it
+                return V, False
             R = b - self._hessian_times(key, V, L)  # drift check
-        return V, True, it
+        return V, True
 
     def _system(self, key: str, L: np.ndarray) -> np.ndarray:
         """Dense float64 H_M (whitened): the fallback when the float32 preconditioner is not
@@ -364,18 +359,15 @@ class _SSWLProblem:
     def _solve(self, key: str, rhs: np.ndarray, L: np.ndarray) -> np.ndarray:
         """Coefficients (p × m) from the normal equations of block ``key``; rhs = Qᵀ(target)."""
         V = np.zeros_like(rhs) if self._start[key] is None else self._start[key]
-        c = self._factors.pop(key, None)
+        c, L_c = self._factors.get(key, (None, None))
         done = False
-        if c is not None:  # an earlier sweep's factor: L has moved since, CG takes a few more steps
-            V, done, iterations = self._pcg(key, rhs, V, L, c, REUSE_MAXITER)
-            if done and iterations <= REUSE_REFRESH:
-                self._factors[key] = c
-        if not done:  # a fresh factor, CG continuing from where the old one left V
+        if c is not None and np.linalg.norm(L - L_c) <= REUSE_DL * np.linalg.norm(L_c):
+            V, done = self._pcg(key, rhs, V, L, c, REUSE_MAXITER)  # L barely moved: old factor
+        if not done:
             c = self._factor32(key, L)
+            self._factors[key] = (c, L.copy())
             if c is not None:
-                V, done, _ = self._pcg(key, rhs, V, L, c, CG_MAXITER)
-                if done:
-                    self._factors[key] = c
+                V, done = self._pcg(key, rhs, V, L, c, CG_MAXITER)
         if not done:
             V = _solve_spd(self._system(key, L), rhs.T.ravel()).reshape(self.m, self.r).T
         self._start[key] = V
