@@ -803,8 +803,6 @@ def _tracked(
     """The trials and their MLflow run, which ``open_run`` opens (the store too, unless
     ``experiment_id`` is known) once the trials are running; rows finished before are kept
     and checkpointed then."""
-    import mlflow
-
     spent = {"logging": 0.0, "trials": 0.0}  # tracking overhead, reported by `make bench`
     data, parallelism = plan.data, plan.parallelism
     # the tags that identify the job go in with the run, so that even a run killed at once is
@@ -814,6 +812,8 @@ def _tracked(
     early: list[dict] = []  # rows finished before
 
     def open_run() -> None:
+        import mlflow  # while the first trials run: a second of imports off the critical path
+
         started = time.perf_counter()
         experiment = experiment_id or setup_from_config(cfg.tracking)
         opened = (
