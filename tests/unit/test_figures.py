@@ -3,11 +3,13 @@ its one fixed colour and marker (``report.STYLES``) in every figure, axes and ti
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 import matplotlib.colors as mcolors
 import numpy as np
 import pandas as pd
+import pytest
 from PIL import Image
 
 from mlgraph import report as R
@@ -141,3 +143,25 @@ def test_fraction_curves_one_style_per_selector_and_a_black_all_features_line(tm
     assert drawn == {R.method_label(s): {_expected(s)} for s in ("gmba", "mlfs", "mlrf", "spec", "none")}
     assert {"features kept (%)", "Hamming loss", "BR-3NN"} <= set(_words(fig))
     _check_files(R.save_figure(fig, tmp_path / "fractions.png"))
+
+
+def _vector_sizes(svg, pdf) -> list[float]:
+    """(width, height) in inches of an SVG and of a PDF's media box."""
+    root = ET.parse(svg).getroot()
+    box = re.search(rb"/MediaBox \[ *0 0 ([\d.]+) ([\d.]+) *\]", pdf.read_bytes())
+    return [float(root.get(k).removesuffix("pt")) / 72 for k in ("width", "height")] + [
+        float(v) / 72 for v in box.groups()
+    ]
+
+
+def test_vector_formats_keep_the_tight_box_a_tight_save_gives_them(tmp_path):
+    """save_figure lays the figure out and finds its tight box once, for the PNG, and keeps both
+    for the SVG and PDF: their sizes are those of saving each with bbox_inches="tight"."""
+    summaries = {m: _summary(i) for i, m in enumerate(PAPER000[:3])}
+    paths = R.save_figure(R.plot_metrics_vs_rate(summaries, title="t"), tmp_path / "once.png")
+    fig = R.plot_metrics_vs_rate(summaries, title="t")
+    for fmt in ("svg", "pdf"):
+        fig.savefig(tmp_path / f"each.{fmt}", bbox_inches="tight")
+    ours = _vector_sizes(*(p for s in (".svg", ".pdf") for p in paths if p.suffix == s))
+    each = _vector_sizes(tmp_path / "each.svg", tmp_path / "each.pdf")
+    assert ours == pytest.approx(each, abs=0.005)
