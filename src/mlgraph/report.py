@@ -287,8 +287,7 @@ def save_figure(fig: plt.Figure, path, formats: Sequence[str] = FIGURE_FORMATS) 
     """Write ``fig`` once per format (``path`` with its suffix replaced: PNG at 200 dpi, SVG and
     PDF as vector graphics with the text embedded) and free it (sweeps create many figures);
     return the paths written. The layout and the tight box are computed for the first format and
-    kept for the others, which then draw once instead of twice each (0.53-0.63 s → 0.41-0.54 s
-    for the run's figure)."""
+    kept for the others, which then draw once each instead of twice."""
     paths, bbox = [], "tight"
     for i, fmt in enumerate(formats):
         target = Path(path).with_suffix(f".{fmt}")

@@ -162,9 +162,10 @@ def knn_pairs(X: np.ndarray, k: int, sqdist: np.ndarray | None = None) -> tuple[
 
     def select(block: slice) -> None:
         size = block.stop - block.start
-        step_ = -(-size // -(-size // step))  # equal parts of at most ``step`` rows
-        for start in range(block.start, block.stop, step_):
-            part = slice(start, min(block.stop, start + step_))
+        parts = max(1, -(-size // step))
+        rows = -(-size // parts)  # equal parts of at most ``step`` rows
+        for start in range(block.start, block.stop, rows):
+            part = slice(start, min(block.stop, start + rows))
             D = sqdist[part] if sqdist is not None else squared_distances(X[part], X)
             r, c = nearest_columns(D, k, start)
             found.append((r + start, c))
