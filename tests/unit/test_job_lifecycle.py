@@ -5,6 +5,7 @@ import logging
 import signal
 
 import mlflow
+import numpy as np
 import pandas as pd
 
 from mlgraph.experiment import Checkpoint, finished_trials
@@ -57,6 +58,28 @@ def test_each_trial_reaches_the_local_file_at_once_and_mlflow_at_most_every_inte
     assert not mlflow.MlflowClient().list_artifacts(run_id)  # the copy waits for its interval
     checkpoint.flush()
     assert [a.path for a in mlflow.MlflowClient().list_artifacts(run_id)] == [Checkpoint.NAME]
+
+
+def test_an_appended_row_is_the_line_pandas_writes(tmp_path):
+    # each appended line is the one pandas writes for that row alone
+    run_id = _run(tmp_path)
+    checkpoint = Checkpoint(run_id, tmp_path / "job", every=3600, done=pd.DataFrame())
+    checkpoint.add(_row(0, fit_seconds=0.1, n_train=3, flag=True, note="x"))
+    rows = [
+        _row(1, fit_seconds=np.float32(0.1), n_train=np.int64(7), flag=np.bool_(False), note='a, "b"\nc'),
+        _row(2, fit_seconds=float("nan"), n_train=None, flag=False, note=None),
+        _row(3, fit_seconds=np.float64(1 / 3), n_train=-1, flag=True, note=np.str_("y")),
+        _row(4, fit_seconds=float("inf"), avg_precision=-0.0),
+        _row(5, fit_seconds=1e-320, avg_precision=1e300),
+    ]
+    for row in rows:
+        checkpoint.add(row)
+    columns = checkpoint.columns
+    expected = ",".join(columns) + "\n" + "".join(
+        pd.DataFrame([row], columns=columns).to_csv(header=False, index=False, lineterminator="\n")
+        for row in checkpoint.rows
+    )
+    assert checkpoint.path.read_text() == expected
 
 
 def test_a_resume_reads_the_newer_local_file_and_drops_a_line_cut_by_a_kill(tmp_path):
