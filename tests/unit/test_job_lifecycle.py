@@ -75,9 +75,13 @@ def test_an_appended_row_is_the_line_pandas_writes(tmp_path):
     for row in rows:
         checkpoint.add(row)
     columns = checkpoint.columns
-    expected = ",".join(columns) + "\n" + "".join(
-        pd.DataFrame([row], columns=columns).to_csv(header=False, index=False, lineterminator="\n")
-        for row in checkpoint.rows
+    expected = (
+        ",".join(columns)
+        + "\n"
+        + "".join(
+            pd.DataFrame([row], columns=columns).to_csv(header=False, index=False, lineterminator="\n")
+            for row in checkpoint.rows
+        )
     )
     assert checkpoint.path.read_text() == expected
 
