@@ -682,7 +682,7 @@ class Checkpoint:
 def csv_cell(value) -> str:
     """``value`` as ``DataFrame.to_csv`` writes it in a row (missing and NaN empty, floats in
     their shortest round-trip form): one appended row in 0.05 ms instead of pandas' 0.6–1.4."""
-    if value is None:
+    if value is None or value is pd.NA or value is pd.NaT:
         return ""
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))

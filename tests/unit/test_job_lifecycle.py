@@ -69,7 +69,7 @@ def test_an_appended_row_is_the_line_pandas_writes(tmp_path):
         _row(1, fit_seconds=np.float32(0.1), n_train=np.int64(7), flag=np.bool_(False), note='a, "b"\nc'),
         _row(2, fit_seconds=float("nan"), n_train=None, flag=False, note=None),
         _row(3, fit_seconds=np.float64(1 / 3), n_train=-1, flag=True, note=np.str_("y")),
-        _row(4, fit_seconds=float("inf"), avg_precision=-0.0),
+        _row(4, fit_seconds=float("inf"), avg_precision=-0.0, n_train=pd.NA, note=pd.NaT),
         _row(5, fit_seconds=1e-320, avg_precision=1e300),
     ]
     for row in rows:
