@@ -656,7 +656,7 @@ class Checkpoint:
         self.rows.append(row)
         if self.columns and set(row) <= set(self.columns):
             with open(self.path, "a", newline="") as out:
-                csv.writer(out, lineterminator="\n").writerow([csv_cell(row.get(c)) for c in self.columns])
+                csv.writer(out, lineterminator="\n").writerow([_csv_cell(row.get(c)) for c in self.columns])
         else:  # the first row, or one with new columns (a first failed trial's traceback)
             self.columns = list(dict.fromkeys(c for r in self.rows for c in r))
             self._rewrite()
@@ -679,9 +679,9 @@ class Checkpoint:
         self.uploaded, self.last = len(self.rows), time.monotonic()
 
 
-def csv_cell(value) -> str:
+def _csv_cell(value) -> str:
     """``value`` as ``DataFrame.to_csv`` writes it in a row (missing and NaN empty, floats in
-    their shortest round-trip form): one appended row in 0.05 ms instead of pandas' 0.6–1.4."""
+    their shortest round-trip form), without building a one-row DataFrame per finished trial."""
     if value is None or value is pd.NA or value is pd.NaT:
         return ""
     if isinstance(value, (bool, np.bool_)):
