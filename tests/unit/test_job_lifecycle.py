@@ -99,3 +99,34 @@ def test_a_resume_reads_the_newer_local_file_and_drops_a_line_cut_by_a_kill(tmp_
     assert sorted(finished_trials(run_id).repetition) == [0, 1, 2]
     checkpoint.path.unlink()  # another machine: only the MLflow copy
     assert sorted(finished_trials(run_id).repetition) == [0]
+
+
+LATE_SIGNAL = """
+import os, signal, sys, types
+from hydra_plugins.mlgraph_launcher import slurm
+
+slurm._SubmititSlurm.__call__ = lambda self, *args, **kwargs: "the job's return"
+# what submitit installs before it runs the job: requeue and exit
+signal.signal(signal.SIGUSR2, lambda *args: os._exit(3))
+print(slurm.SlurmLauncher.__new__(slurm.SlurmLauncher)("overrides"), flush=True)
+os.kill(os.getpid(), signal.SIGUSR2)  # as the result is written
+
+
+class Late:
+    def __del__(self):  # after the interpreter has dropped the Python handlers
+        os.kill(os.getpid(), signal.SIGUSR2)
+
+
+sys.modules["late"] = types.ModuleType("late")
+sys.modules["late"].late = Late()
+"""
+
+
+def test_a_slurm_job_that_has_returned_ignores_its_time_limit_signal():
+    """The signal that comes as a job ends neither requeues it nor, in the interpreter's last
+    moments, kills it: it exits 0 with its result."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", LATE_SIGNAL], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "the job's return\n"), done.stderr
