@@ -745,14 +745,19 @@ def _paper000_sweeps(repeats: int) -> dict:
     """Paper 000's protocol as ``make compare ARGS="protocol.repeats=<repeats>"`` runs it (the
     presets ssl_comparison and ssl_comparison_mediamill, one after the other, each a parallel
     Hydra sweep), with a fresh store and an empty graph cache: wall and CPU seconds of each,
-    and how many of its runs FINISHED with every trial and none failed."""
+    how many of its runs FINISHED with every trial and none failed, and each method's share of
+    the trials' time (Σ fit + predict seconds of its trials, read back from ``trials.csv``)."""
     import os
     import resource
     import subprocess
     import sys
 
     import mlflow
+    import pandas as pd
 
+    from mlgraph.tracking import quiet_artifact_downloads
+
+    quiet_artifact_downloads()
     found = {"wall": {}, "cpu": {}}
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "MLGRAPH_OUTPUT_DIR": tmp}
@@ -783,6 +788,12 @@ def _paper000_sweeps(repeats: int) -> dict:
             max_results=1000,
         )
         found["runs"] = len(runs)
+        found["trial_seconds"] = {}
+        for run in runs:
+            trials = pd.read_csv(client.download_artifacts(run.info.run_id, "trials.csv", tmp))
+            method = run.data.tags["method"]
+            seconds = float((trials.fit_seconds.fillna(0) + trials.predict_seconds.fillna(0)).sum())
+            found["trial_seconds"][method] = found["trial_seconds"].get(method, 0.0) + seconds
         found["complete"] = sum(
             r.info.status == "FINISHED"
             and r.data.metrics.get("n_failed") == 0
@@ -790,6 +801,17 @@ def _paper000_sweeps(repeats: int) -> dict:
             for r in runs
         )
     return found
+
+
+def _method_shares(run: dict) -> list[tuple]:
+    """One row per method of a :func:`_paper000_sweeps` result: its trials' seconds (fit +
+    predict, summed over their workers) and share of all trials' seconds, largest first."""
+    seconds = run["trial_seconds"]
+    total = sum(seconds.values())
+    return [
+        (f"  {method}: share of the trials' time", s, total, s / total, "ratio = share")
+        for method, s in sorted(seconds.items(), key=lambda item: -item[1])
+    ]
 
 
 def bench_paper000_protocol(calibration: tuple[int, int] = (5, 15), target: int = 100) -> list[tuple]:
@@ -800,8 +822,9 @@ def bench_paper000_protocol(calibration: tuple[int, int] = (5, 15), target: int 
     grows with the repetitions (the trials, their checkpoints, the graphs), so the wall time at
     r repetitions is a + b r, fitted on the two runs; likewise the CPU seconds. Prints the
     extrapolated wall time against the 30-minute goal, the CPU use (CPU s ÷ wall s ÷ cores,
-    goal ≥ 95 %), and whether every run finished with all its trials. About 15 minutes on
-    2 cores; ``paper000_full`` runs the 100 repetitions themselves (about 40 min)."""
+    goal ≥ 95 %), whether every run finished with all its trials, and each method's share of the
+    trials' time at the larger calibration. About 15 minutes on 2 cores; ``paper000_full`` runs
+    the 100 repetitions themselves (about 40 min)."""
     import os
 
     cores = os.cpu_count()
@@ -835,11 +858,13 @@ def bench_paper000_protocol(calibration: tuple[int, int] = (5, 15), target: int 
             f"≤ 30 min on {cores} cores; CPU use {cpu_use:.0%} (≥ 95 %); {complete}",
         ),
         *rows,
+        *_method_shares(high),
     ]
 
 
 def bench_paper000_protocol_full(repeats: int = 100) -> list[tuple]:
-    """Paper 000's whole protocol, measured: :func:`_paper000_sweeps` at 100 repetitions."""
+    """Paper 000's whole protocol, measured: :func:`_paper000_sweeps` at 100 repetitions, and
+    each method's share of the trials' time."""
     import os
 
     cores = os.cpu_count()
@@ -853,7 +878,8 @@ def bench_paper000_protocol_full(repeats: int = 100) -> list[tuple]:
             wall / 60 / 30.0,
             f"≤ 30 min on {cores} cores; CPU use {cpu / wall / cores:.0%}; "
             f"{run['complete']} of {run['runs']} runs FINISHED with every trial",
-        )
+        ),
+        *_method_shares(run),
     ]
 
 
