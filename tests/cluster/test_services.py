@@ -146,10 +146,11 @@ def test_killed_slurm_sweep_resumes_to_one_finished_run_per_job(slurm_sweep, tra
 def test_a_job_longer_than_its_time_limit_finishes_through_requeues(slurm_sweep, tracking_uri, tmp_path):
     """A 2-minute limit with the default signal_delay_s=120, which is cut to 30 s with a warning
     (SLURM would otherwise signal every slot at once, and up to 60 s early), and a job of 1,500
-    trials, some three minutes of work on one CPU here, so that even a machine several times faster
-    outlasts its first slot: SLURM signals it, it saves its trials and is requeued, and the requeued
-    job reopens its run and computes only the trials it had not finished. The last slot may find
-    every trial done (its predecessor was signalled while it logged the run) and only log it."""
+    trials, some three minutes of work on one CPU here, so that a machine nearly twice as fast
+    outlasts its first slot (signalled 30 to 90 s after it starts): SLURM signals it, it saves
+    its trials and is requeued, and the requeued job reopens its run and computes only the trials
+    it had not finished. The last slot may find every trial done (its predecessor was signalled
+    while it logged the run) and only log it."""
     experiment = f"requeue-{uuid.uuid4().hex[:8]}"
     argv, kwargs = slurm_sweep(
         experiment,
