@@ -1,8 +1,11 @@
-"""How a job ends and resumes, in-process: the launcher's account of a dead worker, the per-trial
-checkpoint and what a resume reads back, the SLURM signal delay (a throwaway SQLite store)."""
+"""How a job ends and resumes: the launcher's account of a dead worker, the per-trial checkpoint
+and what a resume reads back (a throwaway SQLite store), the SLURM signal delay, and a SLURM job's
+last moments (in a subprocess)."""
 
 import logging
 import signal
+import subprocess
+import sys
 
 import mlflow
 import numpy as np
@@ -125,8 +128,5 @@ sys.modules["late"].late = Late()
 def test_a_slurm_job_that_has_returned_ignores_its_time_limit_signal():
     """The signal that comes as a job ends neither requeues it nor, in the interpreter's last
     moments, kills it: it exits 0 with its result."""
-    import subprocess
-    import sys
-
     done = subprocess.run([sys.executable, "-c", LATE_SIGNAL], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, "the job's return\n"), done.stderr
