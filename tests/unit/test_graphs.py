@@ -23,7 +23,14 @@ from mlgraph.graphs import (
     median_sigma,
     squared_distances,
 )
-from mlgraph.graphs.sparsify import nearest_columns, row_smallest, unique_pairs
+from mlgraph.graphs.sparsify import (
+    knn_neighbours,
+    knn_pairs,
+    knn_pairs_from,
+    nearest_columns,
+    row_smallest,
+    unique_pairs,
+)
 
 
 @pytest.fixture
@@ -380,3 +387,48 @@ def test_unique_pairs_are_the_sorted_undirected_pairs_once_without_self_pairs(n,
     )
     lo, hi = unique_pairs(n, rows, cols)
     assert list(zip(lo.tolist(), hi.tolist(), strict=True)) == expected
+
+
+def _tied_rows(seed: int) -> np.ndarray:
+    """Rows with duplicates and many equidistant points (a coarse integer grid), plus
+    continuous rows: ties at the k-th neighbour and rows without any."""
+    rng = np.random.default_rng(seed)
+    grid = rng.integers(0, 3, size=(60, 4)).astype(float)
+    return np.vstack([grid, grid[:10], rng.normal(size=(80, 4))])
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_knn_pairs_from_the_neighbours_of_another_order_are_knn_pairs(k: int) -> None:
+    """Neighbours found once for the rows in one order serve the same rows in any order, mapped:
+    the pairs are knn_pairs' in that order, ties at the k-th neighbour (chosen again) included."""
+    X = _tied_rows(k)
+    neighbours, unsure = knn_neighbours(X, k)
+    D = cdist(X, X, "sqeuclidean")
+    np.fill_diagonal(D, np.inf)
+    d = np.sort(D, axis=1)
+    tied = np.isclose(d[:, k], d[:, k - 1], rtol=1e-6, atol=1e-9)
+    assert tied.any() and not tied.all()
+    assert np.array_equal(unsure, tied)  # ties at the k-th neighbour, and only those
+    for seed in range(4):
+        order = np.random.default_rng(seed).permutation(len(X))  # row i of Xp is row order[i] of X
+        position = np.argsort(order)
+        Xp = X[order]
+        mapped = position[neighbours[order]]
+        # the standardisation summed in another order: rounding-level differences
+        Xs = (Xp - Xp.mean(0)) / Xp.std(0)
+        X0 = (X - X.mean(0)) / X.std(0)
+        n0, u0 = knn_neighbours(X0, k)
+        for found, flags, data in ((mapped, unsure[order], Xp), (position[n0[order]], u0[order], Xs)):
+            lo, hi = knn_pairs_from(data, k, found, flags)
+            expected = knn_pairs(data, k)
+            assert np.array_equal(lo, expected[0]) and np.array_equal(hi, expected[1])
+
+
+def test_knn_neighbours_flag_a_tie_at_the_kth_neighbour_only() -> None:
+    """Point 0 has two points at distance 1 and one at 2: with k = 1 it is unsure (a tie at the
+    first neighbour), with k = 2 it is not (both tied points are chosen, the next is far)."""
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [0.0, 2.0], [5.0, 5.0]])
+    assert knn_neighbours(X, 1)[1][0]
+    neighbours, unsure = knn_neighbours(X, 2)
+    assert not unsure[0] and sorted(neighbours[0]) == [1, 2]
+    assert not knn_neighbours(X, 4)[1].any()  # every other point: nothing to choose

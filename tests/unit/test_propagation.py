@@ -158,7 +158,7 @@ def test_gfhf_and_lgc_share_one_cached_graph(tmp_path):
     X, Y = _problem(seed=12)
 
     def entries():
-        return len(list(tmp_path.rglob("*.npz")))
+        return len(list(tmp_path.glob("graphs/*.npz")))
 
     folder = tmp_path
     a = MLGFHF(k=7, memory=folder).fit(X, Y)
@@ -167,6 +167,23 @@ def test_gfhf_and_lgc_share_one_cached_graph(tmp_path):
     assert (a.graph_ != b.graph_).nnz == 0
     MLLGC(k=8, memory=folder).fit(X, Y)
     assert entries() == 2
+
+
+@pytest.mark.parametrize("cls", [MLGFHF, MLLGC])
+def test_fits_of_the_same_rows_in_another_order_reuse_their_neighbours(cls, tmp_path):
+    """The runner's transductive fits see training + test rows in a new order every trial: the
+    neighbours are searched once (one cache entry) and the scores are those of a fit without a
+    cache, duplicate rows (ties at the k-th neighbour) included."""
+    X, Y = _problem(n=80, seed=4)
+    X[60:70] = X[:10]  # duplicates
+    for seed in range(3):
+        order = np.random.default_rng(seed).permutation(len(X))
+        cached = cls(k=5, memory=tmp_path).fit(X[order], Y[order])
+        fresh = cls(k=5).fit(X[order], Y[order])
+        assert np.array_equal(cached.label_scores_, fresh.label_scores_)
+        assert (cached.graph_ != fresh.graph_).nnz == 0
+    assert len(list(tmp_path.glob("knn_neighbours/*.npz"))) == 1
+    assert len(list(tmp_path.glob("graphs/*.npz"))) == 3
 
 
 @pytest.mark.parametrize(

@@ -48,6 +48,7 @@ def build_graph(
     sqdist: np.ndarray | None = None,
     search: str = "exact",
     return_info: bool = False,
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> sp.csr_matrix | tuple[sp.csr_matrix, dict]:
     """Sparse symmetric weight matrix W (zero diagonal) of paper 000, Eq. 5-10.
 
@@ -64,6 +65,8 @@ def build_graph(
         and the kNN graph then reads its neighbours from it instead of searching again.
     search : ``"exact"`` or, for ``kind="knn"``, ``"approximate"`` (an HNSW search, about
         n log n, :mod:`mlgraph.graphs.search`; its recall is measured on a sample of rows).
+    pairs : for ``kind="knn"`` with the exact search, the graph's undirected pairs when the
+        caller has them (:func:`~mlgraph.graphs.sparsify.knn_pairs_from`): no search then.
     return_info : also return the graph's diagnostics, ``{"knn_recall": ...}`` for an
         approximate search (``{}`` otherwise; b-matching's objective and bound).
 
@@ -81,7 +84,7 @@ def build_graph(
     X = check_X(X)
     sigma = median_sigma(X, random_state=random_state) if sigma is None else check_sigma(sigma)
     if kind == "knn":
-        graph = knn_graph(X, sigma, k, sqdist, search, random_state)
+        graph = knn_graph(X, sigma, k, sqdist, search, random_state, pairs)
     elif kind == "epsilon":
         if eps is None:
             raise ValueError("eps must be given for kind='epsilon'")

@@ -183,6 +183,50 @@ def knn_pairs(X: np.ndarray, k: int, sqdist: np.ndarray | None = None) -> tuple[
     return unique_pairs(n, np.concatenate([r for r, _ in found]), np.concatenate([c for _, c in found]))
 
 
+def knn_neighbours(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(neighbours, unsure): each row's k nearest rows of X (self excluded), chosen as
+    :func:`knn_pairs` chooses them, as an n × k array; and the rows whose choice could depend
+    on the order of the rows or on rounding: those whose k-th and (k+1)-th smallest squared
+    distances lie within ``1e-6 d_k + 1e-10 (‖x_i‖² + max_j ‖x_j‖²)`` of each other (ties, as
+    between duplicate points, included), a margin far above the rounding error of the Gram
+    formula and of a standardisation summed in another order. The other rows have the same k
+    nearest rows in any order of the rows of X (:func:`knn_pairs_from`)."""
+    X = as_float_matrix(X, "X")
+    n = X.shape[0]
+    k = check_k(k, n)
+    step = max(1, _CHUNK_ELEMENTS // n)
+    sq = np.einsum("ij,ij->i", X, X)
+    neighbours = np.empty((n, k), dtype=np.int64)
+    unsure = np.zeros(n, dtype=bool)
+    for start in range(0, n, step):
+        part = slice(start, min(n, start + step))
+        D = squared_distances(X[part], X)
+        neighbours[part] = nearest_columns(D, k, start)[1].reshape(-1, k)  # row-major, k per row
+        if k < n - 1:  # else every other row is a neighbour, whatever the order
+            D[np.arange(D.shape[0]), np.arange(part.start, part.stop)] = np.inf
+            smallest = row_smallest(D, k + 1)  # the (k+1)-th last, the k before it unordered
+            kth, next_ = smallest[:, :k].max(axis=1), smallest[:, k]
+            unsure[part] = next_ - kth <= 1e-6 * kth + 1e-10 * (sq[part] + sq.max())
+    return neighbours, unsure
+
+
+def knn_pairs_from(
+    X: np.ndarray, k: int, neighbours: np.ndarray, unsure: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`knn_pairs` ``(X, k)`` from :func:`knn_neighbours` of the same rows in another order
+    (or with rounding-level differences), its indices mapped to X's rows: the unsure rows are
+    chosen again here, from their own distances in this order; the other rows' neighbours are
+    the same in every order. The same pairs as :func:`knn_pairs` ``(X, k)``."""
+    n = X.shape[0]
+    rows, cols = np.repeat(np.arange(n), k), np.asarray(neighbours).ravel()
+    redo = np.flatnonzero(unsure)
+    if redo.size:
+        keep = ~np.repeat(np.asarray(unsure, dtype=bool), k)
+        r, c = nearest_columns(squared_distances(X[redo], X), k, redo)
+        rows, cols = np.concatenate([rows[keep], redo[r]]), np.concatenate([cols[keep], c])
+    return unique_pairs(n, rows, cols)
+
+
 def _row_candidates(
     D: np.ndarray, j: int, rtol: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -218,20 +262,24 @@ def row_smallest(D: np.ndarray, j: int) -> np.ndarray:
 
 
 def nearest_columns(
-    D: np.ndarray, k: int, offset: int | None, rtol: float = 1e-9
+    D: np.ndarray, k: int, offset: int | np.ndarray | None, rtol: float = 1e-9
 ) -> tuple[np.ndarray, np.ndarray]:
     """The k smallest entries of each row of a block of squared distances.
 
-    Row i of the block is point ``offset + i``, which is excluded (its entry is set to inf
-    while selecting and then restored); ``offset=None`` excludes nothing (queries that are not
-    columns of ``D``, e.g. test points against training points). Distances equal within
-    ``rtol`` (rounding noise of the Gram-matrix formula) are ties, broken by the lower column
-    index, so that duplicate and equidistant points give a deterministic graph. Each row gets
-    exactly k columns; the result is in row-major order (``np.nonzero``). Only the candidates
-    of :func:`_row_candidates` are compared with the k-th distance, never whole rows.
+    Row i of the block is point ``offset + i`` (or ``offset[i]`` for an array: rows that are not
+    consecutive points), which is excluded (its entry is set to inf while selecting and then
+    restored); ``offset=None`` excludes nothing (queries that are not columns of ``D``, e.g.
+    test points against training points). Distances equal within ``rtol`` (rounding noise of
+    the Gram-matrix formula) are ties, broken by the lower column index, so that duplicate and
+    equidistant points give a deterministic graph. Each row gets exactly k columns; the result
+    is in row-major order (``np.nonzero``). Only the candidates of :func:`_row_candidates` are
+    compared with the k-th distance, never whole rows.
     """
     m = D.shape[0]
-    self_entries = (np.arange(m), offset + np.arange(m)) if offset is not None else None
+    self_entries = None
+    if offset is not None:
+        own = offset + np.arange(m) if np.isscalar(offset) else np.asarray(offset)
+        self_entries = (np.arange(m), own)
     if self_entries is not None:
         saved = D[self_entries]
         D[self_entries] = np.inf
@@ -270,6 +318,7 @@ def knn_graph(
     sqdist: np.ndarray | None = None,
     search: str = "exact",
     random_state: int | None = 0,
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Graph:
     """kNN graph of Eq. 8, symmetrised by ``B = max(B, B^T)``.
 
@@ -282,6 +331,7 @@ def knn_graph(
     ``search="approximate"``: the neighbours of :func:`mlgraph.graphs.search.approximate_neighbours`
     instead (about n log n instead of n²; ``sqdist`` is then not used), and ``info["knn_recall"]``
     their recall on rows drawn with ``random_state`` (:func:`mlgraph.graphs.search.knn_recall`).
+    ``pairs``: the exact search's undirected pairs, when the caller has them (:func:`knn_pairs_from`).
     """
     X = check_X(X)
     sigma = check_sigma(sigma)
@@ -291,7 +341,7 @@ def knn_graph(
         rows, cols = unique_pairs(X.shape[0], np.repeat(np.arange(X.shape[0]), k), neighbours.ravel())
         info = {"knn_recall": knn_recall(X, neighbours, random_state)}
         return graph_from_pairs(X, sigma, rows, cols, info)
-    rows, cols = knn_pairs(X, k, sqdist)
+    rows, cols = knn_pairs(X, k, sqdist) if pairs is None else pairs
     return graph_from_pairs(X, sigma, rows, cols)
 
 

