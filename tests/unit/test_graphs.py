@@ -333,7 +333,7 @@ def test_laplacian_input_errors() -> None:
         laplacian(np.array([[0.0, 1.0], [0.0, 0.0]]))
 
 
-@pytest.mark.parametrize("d", [3, 150])
+@pytest.mark.parametrize("d", [3, 70, 150])
 def test_median_sigma_is_bitwise_the_median_of_the_sampled_distances(d):
     """Both paths of median_sigma (pdist's distances, or a given sqdist's) take the median
     without computing or square-rooting every pair, and give the plain formula's number."""

@@ -269,7 +269,7 @@ def median_sigma(
     if sqdist is None:
         # np.median of the two middle values is np.median of them all (it averages those two)
         sigma = (
-            float(np.median(middle_values(pdist(X[rows])))) if X.shape[1] < 128 else _median_pdist(X[rows])
+            float(np.median(middle_values(pdist(X[rows])))) if X.shape[1] < 64 else _median_pdist(X[rows])
         )
     else:
         # the median of the square roots is the square root of the middle squared values (sqrt is
@@ -328,8 +328,9 @@ def _median_pdist(X: np.ndarray) -> float:
     computed as ``pdist`` computes it (``cdist`` on the pair: the same arithmetic) and the
     middle ones are taken among those. The pairs outside that band are on the same side of the
     median in both, since order statistics move at most ``tol`` under errors of at most
-    ``tol``. For 1,000 rows of 294 features 3× faster than ``pdist``, which is faster below
-    about 128 features."""
+    ``tol``. For 1,000 rows, one thread: 10.1 against 13.5 ms at 64 features, 11.0 against
+    16.9 at yeast's 103, 12.7 against 43.9 at scene's 294; ``pdist`` is faster below about 48
+    features, and :func:`median_sigma` calls this from 64."""
     sq = np.einsum("ij,ij->i", X, X)
     upper = _upper_pairs(X.shape[0])
     gram = (sq[:, None] + sq[None, :] - 2.0 * (X @ X.T))[upper]

@@ -41,7 +41,11 @@ the kNN graph from row blocks).
 
 Neighbour search: ``knn_search="approximate"`` builds the kNN graph from an HNSW search
 (:mod:`mlgraph.graphs.search`, about n log n instead of n²) and records its recall in
-``graph_report_`` (``{}`` for the exact search).
+``graph_report_`` (``{}`` for the exact search). With a cache folder (``memory``), the exact
+search runs once for a set of rows and k: the runner's trials fit the same training + test rows
+in a new order each time, and read each row's neighbours back, only the rows with a tie at the
+k-th neighbour being chosen again in their order (:func:`mlgraph.methods.base.order_free_knn_pairs`),
+so the graph is the one the search gives.
 
 Components: the connected components of the graph are found with
 ``scipy.sparse.csgraph.connected_components`` on the edges of positive weight. The systems are
