@@ -268,9 +268,7 @@ def median_sigma(
         rows = np.sort(np.random.default_rng(random_state).choice(n, size=max_samples, replace=False))
     if sqdist is None:
         # np.median of the two middle values is np.median of them all (it averages those two)
-        sigma = (
-            float(np.median(middle_values(pdist(X[rows])))) if X.shape[1] < 64 else _median_pdist(X[rows])
-        )
+        sigma = float(np.median(middle_values(pdist(X[rows])))) if X.shape[1] < 64 else _median_pdist(X[rows])
     else:
         # the median of the square roots is the square root of the middle squared values (sqrt is
         # monotone), averaged as np.median averages: the same number, one sqrt per middle value
