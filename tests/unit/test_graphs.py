@@ -409,15 +409,14 @@ def test_knn_pairs_from_the_neighbours_of_another_order_are_knn_pairs(k: int) ->
     tied = np.isclose(d[:, k], d[:, k - 1], rtol=1e-6, atol=1e-9)
     assert tied.any() and not tied.all()
     assert np.array_equal(unsure, tied)  # ties at the k-th neighbour, and only those
+    # standardised in one order and then in another: rounding-level differences
+    n0, u0 = knn_neighbours((X - X.mean(0)) / X.std(0), k)
     for seed in range(4):
         order = np.random.default_rng(seed).permutation(len(X))  # row i of Xp is row order[i] of X
         position = np.argsort(order)
         Xp = X[order]
         mapped = position[neighbours[order]]
-        # the standardisation summed in another order: rounding-level differences
         Xs = (Xp - Xp.mean(0)) / Xp.std(0)
-        X0 = (X - X.mean(0)) / X.std(0)
-        n0, u0 = knn_neighbours(X0, k)
         for found, flags, data in ((mapped, unsure[order], Xp), (position[n0[order]], u0[order], Xs)):
             lo, hi = knn_pairs_from(data, k, found, flags)
             expected = knn_pairs(data, k)

@@ -280,7 +280,6 @@ def nearest_columns(
     if offset is not None:
         own = offset + np.arange(m) if np.isscalar(offset) else np.asarray(offset)
         self_entries = (np.arange(m), own)
-    if self_entries is not None:
         saved = D[self_entries]
         D[self_entries] = np.inf
     try:
