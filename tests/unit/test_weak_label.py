@@ -7,6 +7,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.metrics import f1_score, roc_auc_score
 
+from mlgraph.methods import weak_label
 from mlgraph.methods.weak_label import SSWL, weak_label_masks
 
 
@@ -203,11 +204,14 @@ def _dense_block_solution(A, P, U, S, W_other, L, a, b, z, block):
     return (np.linalg.pinv(H, rcond=1e-12) @ rhs).reshape(m, -1).T
 
 
+@pytest.mark.parametrize("woodbury", [False, True])
 @pytest.mark.parametrize("case", ["regular", "duplicate_feature", "label_positive_everywhere"])
-def test_block_solves_match_an_independent_dense_solve(case):
+def test_block_solves_match_an_independent_dense_solve(case, woodbury, monkeypatch):
     """The whitened, float32-preconditioned CG solves agree with a dense solve of the same normal
-    equations to 1e-10 relative; a duplicated feature (rank-deficient design) and a label that is
+    equations to 1e-10 relative, with the W system preconditioned by its Cholesky factor or by
+    Woodbury's identity; a duplicated feature (rank-deficient design) and a label that is
     positive on every row (singular W* system, dense fallback) give the minimum-norm solution."""
+    monkeypatch.setattr(weak_label, "WOODBURY_SHARE", np.inf if woodbury else 0.0)
     X, Y, _, _ = _problem(n=90, d=4, q=3, seed=7)
     if case == "duplicate_feature":
         X = np.hstack([X, X[:, :1]])
@@ -217,6 +221,7 @@ def test_block_solves_match_an_independent_dense_solve(case):
     a, b, z = 1.3, 0.2, 0.15
     est = SSWL(alpha=a, beta=b, zeta=z)
     prob = est._problem(X, Y)
+    assert (prob._woodbury is not None) == woodbury
     A = np.hstack([((X - est.mean_) / est.scale_)[:, est.active_], np.ones((len(X), 1))])
     _, P, U, S = _pieces(est, X, Y)
     rng = np.random.default_rng(1)
@@ -233,3 +238,30 @@ def test_block_solves_match_an_independent_dense_solve(case):
         L = L + 0.1 * rng.normal(size=(m, m))
     assert ("U" in prob._dense) == (case == "label_positive_everywhere")  # dense fallback used
     assert "P" not in prob._dense
+
+
+@pytest.mark.parametrize("frac", [0.05, 0.2, 0.9])
+def test_woodbury_is_chosen_while_known_positives_are_few(frac):
+    X, Y, _, _ = _problem(n=300, d=60, q=5, frac=frac, seed=4)
+    prob = SSWL()._problem(X, Y)
+    few = prob.P.sum() <= weak_label.WOODBURY_SHARE * prob.m * prob.r
+    assert few == (frac < 0.5)
+    assert (prob._woodbury is not None) == few
+    assert ("P" in prob._parts) != few  # H_P is formed only for its Cholesky factor
+
+
+@pytest.mark.parametrize("frac", [0.05, 0.2])
+def test_woodbury_preconditioner_is_the_inverse_of_the_w_system(frac):
+    """Woodbury's H_P⁻¹ (float32) applied to residuals equals a float64 solve with the dense
+    whitened H_P to float32 precision (a label without known positives included)."""
+    X, Y, _, _ = _problem(n=300, d=60, q=5, frac=frac, seed=4)
+    Y[:, 2] = np.where(Y[:, 2] == 1, 0, Y[:, 2])  # label 2: no known positive
+    prob = SSWL(alpha=2.0, beta=0.1, zeta=0.2)._problem(X, Y)
+    assert prob._woodbury is not None
+    rng = np.random.default_rng(2)
+    L = np.eye(prob.m) + 0.3 * rng.normal(size=(prob.m, prob.m))
+    H = prob._system("P", L)
+    prec = prob._preconditioner("P", L)
+    R = rng.normal(size=(prob.r, prob.m))
+    exact = np.linalg.solve(H, R.T.ravel()).reshape(prob.m, prob.r).T
+    assert np.abs(prec(R) - exact).max() <= 1e-4 * np.abs(exact).max()
