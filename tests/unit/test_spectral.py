@@ -175,6 +175,16 @@ def test_renyi_entropy_search():
     assert H_s > -np.log(np.mean(_rbf(Xs[initial], Xs[initial], sigma)))
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_swap_search_batches_take_the_naive_decisions(seed):
+    """Few non-prototype slots (n − m = 10 against batches of 64 trials): kept swaps often refill
+    a slot that later trials of the same batch draw from, and their kernel rows must be redone."""
+    X, _ = make_blobs(30, centers=3, cluster_std=2.0, n_features=4, random_state=seed)
+    np.testing.assert_array_equal(
+        select_prototypes(X, 20, 1.5, 300, random_state=seed), _naive_search(X, 20, 1.5, 300, seed=seed)
+    )
+
+
 def test_two_blobs_with_ten_percent_labels():
     X, y = make_blobs(400, centers=2, cluster_std=1.5, n_features=3, random_state=4)
     Y = np.c_[y, 1 - y].astype(np.int8)
