@@ -283,7 +283,7 @@ class _SSWLProblem:
             "S": S_pp,
             "St": np.ascontiguousarray(S_pp.T),
             "StS": (Sc.T @ Sc).toarray().astype(np.float32),  # (SᵀS)_ii'
-            "G": [QP[a:b] @ QP[a:b].T for a, b in zip(starts[:-1], starts[1:], strict=True)],  # WᵀW
+            "WtW": [QP[a:b] @ QP[a:b].T for a, b in zip(starts[:-1], starts[1:], strict=True)],
         }
 
     # -- pieces of the objective -------------------------------------------------------------
@@ -354,8 +354,8 @@ class _SSWLProblem:
             T[rows] += w["St"][rows] * np.repeat(Ln[j], counts)
         T.flat[:: T.shape[0] + 1] += np.float32(1.0 - self.beta + self.alpha)
         A = np.empty_like(T)
-        for j, G in enumerate(w["G"]):
-            np.matmul(T[:, starts[j] : starts[j + 1]], G, out=A[:, starts[j] : starts[j + 1]])
+        for j, WtW in enumerate(w["WtW"]):  # T WᵀW, block by block
+            np.matmul(T[:, starts[j] : starts[j + 1]], WtW, out=A[:, starts[j] : starts[j + 1]])
         A.flat[:: A.shape[0] + 1] += np.float32(self.beta)
         lu, piv, info = scipy.linalg.lapack.sgetrf(A, overwrite_a=1)
         if info != 0 or not np.isfinite(lu.diagonal()).all():
