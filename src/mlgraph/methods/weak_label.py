@@ -181,6 +181,23 @@ def row_normalise(W: sp.spmatrix) -> sp.csr_matrix:
     return sp.csr_matrix(sp.diags(inv) @ W)
 
 
+def _smoothness_rows(out, E, C, CT, coefs, widths, scratch) -> None:
+    """out = E∘c₁ + C∘c₂ + CT∘c₃ for one block row of the smoothness term α[(LLᵀ⊗J)∘E
+    − (Lᵀ⊗J)∘C − its transpose], each block's coefficient (a row of ``coefs`` =
+    :func:`_smoothness_coefficients`) repeated over its ``widths`` columns: 2-D passes, 20 %
+    faster than broadcasting over the blocks. ``scratch`` holds one temporary of out's size."""
+    tmp = scratch[: out.size].reshape(out.shape)
+    np.multiply(E, np.repeat(coefs[0], widths), out=out)
+    out += np.multiply(C, np.repeat(coefs[1], widths), out=tmp)
+    out += np.multiply(CT, np.repeat(coefs[2], widths), out=tmp)
+
+
+def _smoothness_coefficients(L: np.ndarray, alpha: float) -> np.ndarray:
+    """α LLᵀ, −α Lᵀ and −α L in float32, the per-block coefficients of :func:`_smoothness_rows`."""
+    L32, a = L.astype(np.float32), np.float32(alpha)
+    return np.stack([a * (L32 @ L32.T), -a * L32.T, -a * L32])
+
+
 def _solve_spd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Exact minimiser of ½xᵀHx − bᵀx for symmetric PSD H: Cholesky, or minimum-norm lstsq."""
     try:
@@ -317,8 +334,8 @@ class _SSWLProblem:
         return self.Q.T @ out
 
     def _preconditioner(self, key: str, L: np.ndarray):
-        """H_M⁻¹ in float32 as a function of the residual (r × m), or None if H_M is not
-        positive definite to float32 precision (then the dense float64 solve decides)."""
+        """H_M⁻¹ in float32 as a function of the residual (r × m), or None if the float32
+        factorisation fails (then the dense float64 solve decides)."""
         if key == "P" and self._woodbury is not None:
             return self._woodbury_factor(L)
         c = self._factor32(key, L)
@@ -343,15 +360,14 @@ class _SSWLProblem:
         one block per label). None if the LU is singular."""
         w, m = self._woodbury, self.m
         starts, QP = w["starts"], w["QP"]
-        L32, a = L.astype(np.float32), np.float32(self.alpha)
-        LLt, Lt, Ln = a * (L32 @ L32.T), -a * L32.T, -a * L32
+        coefs = _smoothness_coefficients(L, self.alpha)
         counts = np.diff(starts)
-        T = np.empty_like(w["S"])
-        for j in range(m):  # label j's rows of T: coefficients constant on each label's block
+        T, scratch = np.empty_like(w["S"]), np.empty(w["S"].size, np.float32)
+        for j in range(m):  # label j's rows of T, one block per label
             rows = slice(starts[j], starts[j + 1])
-            np.multiply(w["StS"][rows], np.repeat(LLt[j], counts), out=T[rows])
-            T[rows] += w["S"][rows] * np.repeat(Lt[j], counts)
-            T[rows] += w["St"][rows] * np.repeat(Ln[j], counts)
+            _smoothness_rows(
+                T[rows], w["StS"][rows], w["S"][rows], w["St"][rows], coefs[:, j], counts, scratch
+            )
         T.flat[:: T.shape[0] + 1] += np.float32(1.0 - self.beta + self.alpha)
         A = np.empty_like(T)
         for j, WtW in enumerate(w["WtW"]):  # T WᵀW, block by block
@@ -381,20 +397,12 @@ class _SSWLProblem:
         # (row by row, each in cache), the others are left unset and never read.
         H = np.empty((m, r, m, r), np.float32)
         if self.alpha > 0:
-            L32, a = L.astype(np.float32), np.float32(self.alpha)
-            LLt, Lt, Ln = a * (L32 @ L32.T), -a * L32.T, -a * L32
-            part = np.empty(m * r * r, np.float32)
-            for j in range(m):
-                # blocks k ≥ j of block row j as r rows of (m − j) r contiguous values, each
-                # block's coefficient repeated over its r columns: 2-D operations, 20 % faster
-                # than broadcasting over (r, m − j, r)
+            coefs = _smoothness_coefficients(L, self.alpha)
+            scratch = np.empty(m * r * r, np.float32)
+            for j in range(m):  # blocks k ≥ j of block row j: r rows of (m − j) r values
                 w = (m - j) * r
-                row, tmp = H[j, :, j:, :].reshape(r, w), part[: r * w].reshape(r, w)
-                np.multiply(E[j, :, j:, :].reshape(r, w), np.repeat(LLt[j, j:], r), out=row)  # (LLᵀ⊗J)∘E
-                row += np.multiply(C[j, :, j:, :].reshape(r, w), np.repeat(Lt[j, j:], r), out=tmp)  # (Lᵀ⊗J)∘C
-                row += np.multiply(
-                    CT[j, :, j:, :].reshape(r, w), np.repeat(Ln[j, j:], r), out=tmp
-                )  # its transpose
+                blocks = [M[j, :, j:, :].reshape(r, w) for M in (E, C, CT)]
+                _smoothness_rows(H[j, :, j:, :].reshape(r, w), *blocks, coefs[:, j, j:], r, scratch)
         else:
             for j in range(m):
                 H[j, :, j:, :] = 0.0
