@@ -400,27 +400,22 @@ def _column_auc(Yb: NDArray[np.bool_], S: NDArray[np.float64]) -> NDArray[np.flo
 
 
 def _positive_rank_sums(Yb: NDArray[np.bool_], S: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Per column, the sum over the rows where Yb holds of ``rankdata(S, "average", axis=0)``,
-    from one unstable sort of each column (2-3× faster). A tie group at sorted places a..b
-    (from 0) has rank (a + b) / 2 + 1 whatever the order within it, so the sort need not be
-    stable; the ranks are halves of integers, so their sums are exact in any order."""
-    T = np.ascontiguousarray(S.T)  # one column per row: sorts along contiguous memory
-    order = np.argsort(T, axis=1)
-    ordered = np.take_along_axis(T, order, axis=1)
-    positive = np.take_along_axis(np.ascontiguousarray(Yb.T), order, axis=1)
-    n = T.shape[1]
-    ranks = np.broadcast_to(np.arange(1.0, n + 1.0), T.shape)
-    tied = ordered[:, 1:] == ordered[:, :-1]
-    if tied.any():
-        place = np.broadcast_to(np.arange(n), T.shape)
-        starts = np.ones(T.shape, dtype=bool)
-        starts[:, 1:] = ~tied
-        ends = np.ones(T.shape, dtype=bool)
-        ends[:, :-1] = ~tied
-        first = np.maximum.accumulate(np.where(starts, place, 0), axis=1)
-        last = np.minimum.accumulate(np.where(ends, place, n - 1)[:, ::-1], axis=1)[:, ::-1]
-        ranks = (first + last) / 2.0 + 1.0
-    return np.where(positive, ranks, 0.0).sum(axis=1)
+    """Per column, the sum over the rows where Yb holds of ``rankdata(S, "average", axis=0)``.
+    An entry s has average rank (#{< s} + #{≤ s} + 1) / 2, both counts by binary search of the
+    sorted positive entries in the sorted column (#{≤ s} = #{< s} + 1 in a column without
+    ties), so columns are sorted, never argsorted: 3× faster on mediamill's ties (its micro
+    AUC, 84,000 scores, took 16 ms by argsort), as fast without. The ranks are halves of
+    integers, so the sums are exact."""
+    T, positive = np.ascontiguousarray(S.T), np.ascontiguousarray(Yb.T)
+    ordered = np.sort(T, axis=1)
+    tied = (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+    twice = np.empty(T.shape[0])  # Σ (#{< s} + #{≤ s}) over the column's positive entries s
+    for j, column in enumerate(ordered):
+        s = np.sort(T[j, positive[j]])  # sorted keys: each search starts where the last ended
+        below = np.searchsorted(column, s, "left")
+        at_most = np.searchsorted(column, s, "right") if tied[j] else below + 1
+        twice[j] = np.sum(below + at_most)
+    return (twice + positive.sum(axis=1)) / 2.0
 
 
 def macro_auc(Y: ArrayLike, scores: ArrayLike, auc_single_class: AucSingleClass = "skip") -> float:

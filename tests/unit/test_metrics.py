@@ -735,8 +735,8 @@ def test_strict_ranks_are_scipys_ordinal_ranks_of_the_reversed_columns():
 
 
 def test_positive_rank_sums_are_sums_of_scipys_average_ranks():
-    """The AUCs' rank sums from an unstable sort equal the sums of scipy's average ranks
-    exactly, with and without ties, per column and pooled."""
+    """The AUCs' rank sums from binary searches in the sorted columns equal the sums of
+    scipy's average ranks exactly, with and without ties, per column and pooled."""
     from scipy.stats import rankdata
 
     rng = np.random.default_rng(2)
