@@ -265,3 +265,46 @@ def test_woodbury_preconditioner_is_the_inverse_of_the_w_system(frac):
     R = rng.normal(size=(prob.r, prob.m))
     exact = np.linalg.solve(H, R.T.ravel()).reshape(prob.m, prob.r).T
     assert np.abs(prec(R) - exact).max() <= 1e-4 * np.abs(exact).max()
+
+
+@pytest.mark.parametrize(("move", "per_iteration"), [(0.002, 1), (0.002, 5), (2.0, 1)])
+def test_kept_cholesky_factors_still_give_the_exact_block_minimiser(move, per_iteration, monkeypatch):
+    """A float32 Cholesky factor kept for later sweeps' L (CG with an earlier L's factor, given
+    up for a new factor when it is projected to cost too many iterations) still gives each
+    block's minimiser to 1e-10 of a dense solve. Small moves of L keep the factors until their
+    allowance of extra iterations (here m r / ``per_iteration``, at least 1 a reuse) is spent;
+    large ones renew them."""
+    monkeypatch.setattr(weak_label, "WOODBURY_SHARE", 0.0)
+    monkeypatch.setattr(weak_label, "REUSE_SIZE", per_iteration)
+    factored = []
+    factor32 = weak_label._SSWLProblem._factor32
+    monkeypatch.setattr(
+        weak_label._SSWLProblem,
+        "_factor32",
+        lambda self, key, L: factored.append(key) or factor32(self, key, L),
+    )
+    X, Y, _, _ = _problem(n=120, d=6, q=4, seed=3)
+    a, b, z = 1.3, 0.2, 0.15
+    est = SSWL(alpha=a, beta=b, zeta=z)
+    prob = est._problem(X, Y)
+    A = np.hstack([((X - est.mean_) / est.scale_)[:, est.active_], np.ones((len(X), 1))])
+    _, P, U, S = _pieces(est, X, Y)
+    rng = np.random.default_rng(5)
+    p, m = A.shape[1], P.shape[1]
+    assert m * prob.r // per_iteration == (28 if per_iteration == 1 else 5)
+    L, Ws = np.eye(m) + 0.4 * rng.normal(size=(m, m)), rng.normal(size=(p, m))
+    sweeps = 8
+    for _ in range(sweeps):
+        W = prob.update_W(Ws, L)
+        ref = _dense_block_solution(A, P, U, S, Ws, L, a, b, z, "W")
+        assert np.abs(W - ref).max() <= 1e-10 * np.abs(ref).max()
+        Ws = prob.update_Wstar(W, L)
+        ref = _dense_block_solution(A, P, U, S, W, L, a, b, z, "W*")
+        assert np.abs(Ws - ref).max() <= 1e-10 * np.abs(ref).max()
+        L = L + move * rng.normal(size=(m, m))
+    if move > 1:
+        assert len(factored) > sweeps and {"P", "U"} <= set(factored[2:])
+    elif per_iteration == 1:
+        assert factored == ["P", "U"]  # each system factorised once
+    else:  # an allowance of 5: renewed after at most 3 reuses, kept for at least 1
+        assert 2 * sweeps / 4 <= len(factored) <= sweeps
