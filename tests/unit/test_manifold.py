@@ -46,6 +46,19 @@ def test_unit_reliance_weights_are_ml_mr():
     np.testing.assert_allclose(a.decision_function(X_test), b.decision_function(X_test), rtol=1e-10)
 
 
+def test_ml_mr_takes_cholesky_from_its_size_rule_and_agrees_with_lu(monkeypatch):
+    """ML-MR's symmetric form (Cholesky) is used from ``_CHOLESKY_MIN_ROWS`` training rows, LU
+    below; both give the same coefficients to 1e-12."""
+    X, Y, X_test = _problem(seed=5)
+    fits = {}
+    for rows in (len(X) + 1, len(X)):
+        monkeypatch.setattr(manifold, "_CHOLESKY_MIN_ROWS", rows)
+        est = MLMR(gamma_A=0.03, gamma_I=10.0, sigma=2.2, k=6).fit(X, Y)
+        fits[est.solver_report_["factorisation"]] = est.decision_function(X_test)
+    assert set(fits) == {"lu", "cholesky"}
+    np.testing.assert_allclose(fits["cholesky"], fits["lu"], rtol=0, atol=1e-12 * np.abs(fits["lu"]).max())
+
+
 def test_ml_mr_is_stationary_point_of_laprls_objective():
     """With Ξ = I, Θ* zeroes the gradient of Eq. 11:
     (1/l) K Ψ (Ψ K Θ − Y) + γ_A K Θ + (γ_I/n²) K L K Θ = 0."""
@@ -73,8 +86,10 @@ def test_ml_mr_is_stationary_point_of_laprls_objective():
     ],
 )
 @pytest.mark.parametrize("nu", [(1.0, 0.1), (1.0, 1.0), (0.7, 0.0)])
-def test_ml_mrrw_matches_eq19_assembled_densely(graph, nu):
-    """The in-place, transposed LU path against a plain scipy.linalg.solve of Eq. 19, 1e-10."""
+def test_ml_mrrw_matches_eq19_assembled_densely(graph, nu, monkeypatch):
+    """The in-place, transposed LU path and the symmetric form's Cholesky (made to apply from 0
+    rows) against a plain scipy.linalg.solve of Eq. 19, 1e-10."""
+    monkeypatch.setattr(manifold, "_CHOLESKY_MIN_ROWS", 0)
     X, Y, X_test = _problem(seed=3)
     est = MLMRRW(gamma_A=0.03, gamma_I=10.0, nu1=nu[0], nu2=nu[1], sigma=2.2, **graph).fit(X, Y)
     Xs, Xt = _standardise(est, X), _standardise(est, X_test)
@@ -138,10 +153,11 @@ def test_assembled_systems_and_their_norms_equal_dense_products(monkeypatch, thr
 
 
 @pytest.mark.parametrize("nu", [(1.0, 0.1), (1.0, 1.0)])
-def test_ill_conditioned_system_falls_back_to_double_precision(nu):
+def test_ill_conditioned_system_falls_back_to_double_precision(nu, monkeypatch):
     """With γ_A tiny and σ wide, cond(Eq. 19) ≫ 1/ε₃₂: the float32 LU's refinement does not
-    converge (30 steps) or the float32 Cholesky fails, and the float64 factorisation then gives
-    precision="double"'s solution."""
+    converge (30 steps) or the float32 Cholesky (made to apply from 0 rows) fails, and the
+    float64 factorisation then gives precision="double"'s solution."""
+    monkeypatch.setattr(manifold, "_CHOLESKY_MIN_ROWS", 0)
     X, Y, X_test = _problem(seed=5)
     params = dict(gamma_A=1e-13, gamma_I=1.0, nu1=nu[0], nu2=nu[1], sigma=20.0)
     mixed, double = MLMRRW(**params).fit(X, Y), MLMRRW(precision="double", **params).fit(X, Y)
@@ -154,10 +170,12 @@ def test_ill_conditioned_system_falls_back_to_double_precision(nu):
 
 
 @pytest.mark.parametrize("nu2", [0.1, 1.0])
-def test_mixed_precision_is_as_accurate_as_double_on_an_ill_conditioned_system(nu2):
+def test_mixed_precision_is_as_accurate_as_double_on_an_ill_conditioned_system(nu2, monkeypatch):
     """cond(Eq. 19) ≈ 1e9 (γ_A = 1e-9): refinement takes several corrections, and the result is
     as close to the true solution (float64 LU refined with residuals in extended precision) as
-    the float64 factorisation's, within a factor 10, for the LU and the Cholesky path alike."""
+    the float64 factorisation's, within a factor 10, for the LU and the Cholesky path alike
+    (ν2 = 1, made to apply from 0 rows)."""
+    monkeypatch.setattr(manifold, "_CHOLESKY_MIN_ROWS", 0)
     X, Y, _ = _problem(seed=5)
     params = dict(gamma_A=1e-9, gamma_I=1.0, nu1=1.0, nu2=nu2, sigma=5.0)
     mixed, double = MLMRRW(**params).fit(X, Y), MLMRRW(precision="double", **params).fit(X, Y)

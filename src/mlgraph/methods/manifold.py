@@ -76,9 +76,10 @@ K term to be symmetric for every K, PM ∝ QᵀΞ, i.e. Q ∝ Ξ⁻¹MPᵀ; the 
 symmetric only if Ξ commutes with M: ν1 = ν2, or no edge joining a labelled to an unlabelled
 point. So ML-MRRW (ν1 ≠ ν2) has none and is solved by LU. For Ξ = νI (ML-MR, or ν1 = ν2) the form exists:
 (νMK + λI)M = νMKM + λM, positive definite when M is (γ_I > 0 and every connected component of
-the graph holds a labelled point), with Θ = Mβ. The exact solver then uses Cholesky on it (K M
-formed over K's buffer, then νMKM + λM panel by panel), and LU otherwise
-(``solver_report_["factorisation"]``). It amplifies rounding by about cond(M), which is small
+the graph holds a labelled point), with Θ = Mβ. From 4,000 training rows the exact solver then
+uses Cholesky on it (K M formed over K's buffer, then νMKM + λM panel by panel), and LU otherwise
+(``solver_report_["factorisation"]``): below, the second sparse × dense pass over K that the form
+needs costs more than LU's extra flops (LU 2–7 % faster per fit from 1,600 to 4,000 rows). It amplifies rounding by about cond(M), which is small
 here (≈50–1,000 on yeast, from γ_I/n² and the labelling rate): on yeast it agrees with LU to
 1e-14, and the tests check it against ``scipy.linalg.solve`` to 1e-10. With one BLAS thread (the
 runner's parallel trials) the factorisation takes half of LU's time (1.5 s against 2.9 s at
@@ -137,6 +138,10 @@ _SCORE_BLOCK = 1 << 21
 _NYSTROM_FLOAT64_ELEMENTS = 1 << 28
 # Rows per sparse-times-dense product while assembling (bounds the temporaries).
 _ASSEMBLY_ROWS = 64
+# Fewest training rows for the symmetric form's Cholesky: below, its second sparse × dense pass
+# over K costs more than LU's extra flops (whole fit + scores, q = 14, LU 2–7 % faster from 1,600
+# to 4,000 rows; Cholesky 8 % faster at 4,800 on one BLAS thread, 5 % at 6,000 on two).
+_CHOLESKY_MIN_ROWS = 4000
 # Rows of Eq. 19 whose residual solver_report_ records.
 _RESIDUAL_ROWS = 16
 # Most refinement steps of the single-precision factorisation (LAPACK dsgesv's ITERMAX), and
@@ -432,7 +437,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
 
     def _fit_exact(self, Xs, labelled, xi, target, lam):
         """Eq. 19 by one factorisation of the n×n system (see the module notes): Cholesky of
-        the symmetric form when Ξ = νI and M is positive definite, LU otherwise; in single
+        the symmetric form from 4,000 rows when Ξ = νI and M is positive definite, LU otherwise; in single
         precision refined to double (:func:`_refined_solve`), else in double precision."""
         n = Xs.shape[0]
         if isinstance(self.memory, SharedWork):  # a kernel other fits share, read only
@@ -444,7 +449,12 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
             scale = -0.5 / self.sigma_**2
         M, rows = self._system_rows(W, labelled)
         cols = np.unique(M[rows].indices)
-        symmetric = self.gamma_I > 0 and np.ptp(xi) == 0 and _every_component_labelled(self.graph_, labelled)
+        symmetric = (
+            n >= _CHOLESKY_MIN_ROWS
+            and self.gamma_I > 0
+            and np.ptp(xi) == 0
+            and _every_component_labelled(self.graph_, labelled)
+        )
         if symmetric:  # (ν M K M + λ M) β = Y, Θ = M β
             K = K.copy() if scale is None else exp_scaled(K, scale)
             kernel_rows = K[cols]  # for the residual
