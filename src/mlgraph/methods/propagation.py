@@ -157,16 +157,18 @@ def conjugate_gradients(A: sp.csr_matrix, B: np.ndarray, diagonal: np.ndarray | 
         curvature = np.einsum("ij,ij->j", P, AP)
         step = np.divide(rz, curvature, out=np.zeros_like(rz), where=curvature > 0)
         Xa += step * P
-        R -= step * AP
+        AP *= step  # in place: the same numbers as R -= step * AP, one temporary less
+        R -= AP
         done = np.einsum("ij,ij->j", R, R) <= bound
         if done.all():
             break
         if 4 * done.sum() >= len(cols):
             X[:, cols[done]] = Xa[:, done]
             cols, Xa, R, P, rz, bound = (a[..., ~done] for a in (cols, Xa, R, P, rz, bound))
-        Z = R if inverse is None else inverse * R
+        Z = R if inverse is None else np.multiply(inverse, R, out=AP[:, : R.shape[1]])
         rz_next = np.einsum("ij,ij->j", R, Z)
-        P = Z + np.divide(rz_next, rz, out=np.zeros_like(rz), where=rz > 0) * P
+        P *= np.divide(rz_next, rz, out=np.zeros_like(rz), where=rz > 0)
+        P += Z  # P = Z + βP, in place
         rz = rz_next
     X[:, cols] = Xa
     return X
