@@ -57,13 +57,10 @@ update is the exact block minimiser up to rounding (the W of a dense float64 Cho
 agrees to ~1e-10 relative; the Hessian products are never formed, Qᵀ(D∘F + α M∘Nᵀ(N(M∘F))) with
 F = QV). The preconditioner is H_M⁻¹ in float32, so CG needs 2–3 iterations:
 
-- a Cholesky factorisation (LAPACK ``spotrf``) of H_M itself. A system keeps its factor for
-  later sweeps' L, as a preconditioner that is no longer exact, until CG with it has cost m r / 60
-  iterations more than CG with a fresh factor, in all (about the time of a new factor on scene
-  and yeast), or is projected, from the residual's mean rate of decrease, to cost more in this
-  solve (then a new factor, CG going on from where it stopped). One BLAS thread, at 5–50 %
-  labelled, this takes 8–15 % off a yeast fit and 7–10 % off a scene fit, against renewing the
-  factor whenever L has moved by more than 2 %;
+- a Cholesky factorisation (LAPACK ``spotrf``) of H_M itself. A system keeps its factor for the
+  next sweep while L has moved by at most 2 % in Frobenius norm and CG converges with it in 20
+  iterations (on scene about half the factorisations are saved; on yeast L moves more and none
+  are);
 - for the W system with few known positives, Woodbury's identity: H_P is βI plus a term of rank
   nnz(P), one per known positive, and while nnz(P) ≤ 0.6 m r an LU of an nnz(P) × nnz(P)
   matrix inverts it for less (``_SSWLProblem._woodbury_factor``). At paper 000's labelling
@@ -201,14 +198,6 @@ def _smoothness_coefficients(L: np.ndarray, alpha: float) -> np.ndarray:
     return np.stack([a * (L32 @ L32.T), -a * L32.T, -a * L32])
 
 
-def _projected_iterations(first: float, norm: float, bound: float, it: int) -> float:
-    """Iterations CG needs to bring the residual from ``first`` to ``bound`` at the mean rate at
-    which ``it`` iterations brought it to ``norm``."""
-    if norm >= first:
-        return np.inf
-    return it * np.log(bound / first) / np.log(norm / first)
-
-
 def _solve_spd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Exact minimiser of ½xᵀHx − bᵀx for symmetric PSD H: Cholesky, or minimum-norm lstsq."""
     try:
@@ -219,9 +208,8 @@ def _solve_spd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 CG_TOL = 1e-12  # relative residual ‖b − Hx‖ ≤ CG_TOL ‖b‖ of the W and W* solves
 CG_MAXITER = 60  # then the dense float64 solve takes over
-# A float32 Cholesky factor is renewed once CG with it has cost m r / REUSE_SIZE extra iterations
-# (about a new factor's time on scene and yeast: (m r)³/3 flops against ~(m r)² an iteration).
-REUSE_SIZE = 60
+REUSE_DL = 0.02  # keep a system's float32 factor while ‖L − L_factor‖_F ≤ REUSE_DL ‖L_factor‖_F …
+REUSE_MAXITER = 20  # … and CG with it converges within this many iterations
 # The W system's preconditioner by Woodbury's identity while nnz(P) ≤ this × m r: an LU of
 # nnz(P)² (2/3 nnz(P)³ flops) then costs less than the Cholesky factor of H_P ((m r)³/3).
 WOODBURY_SHARE = 0.6
@@ -428,39 +416,32 @@ class _SSWLProblem:
         d = np.diagonal(c) ** 2  # pivots of H
         return c if d.min() > 100 * np.finfo(np.float32).eps * d.max() else None  # else ~singular
 
-    def _pcg(self, key, b, V, L, prec, maxiter, project=False):
+    def _pcg(self, key, b, V, L, prec, maxiter):
         """Preconditioned CG (Polak–Ribière form, as the float32 preconditioner is not exactly
         linear) from V until ‖b − HV‖ ≤ CG_TOL ‖b‖, the residual recomputed at the end.
-        Returns (V, converged, iterations); at most ``maxiter`` iterations. With ``project``, it gives up
-        as soon as the mean rate of the residual's decrease so far says that more than
-        ``maxiter`` iterations would be needed (a stale preconditioner: refactorising is then
-        cheaper)."""
+        Returns (V, converged); at most ``maxiter`` iterations."""
         bound = CG_TOL * np.linalg.norm(b)
         R = b - self._hessian_times(key, V, L)
         it = 0
         while np.linalg.norm(R) > bound:
             Z = prec(R)
             D, rz = Z, np.vdot(R, Z)
-            first = np.linalg.norm(R)
             while it < maxiter:
                 it += 1
                 HD = self._hessian_times(key, D, L)
                 step = rz / np.vdot(D, HD)
                 V = V + step * D
                 R -= step * HD
-                norm = np.linalg.norm(R)
-                if norm <= bound:
+                if np.linalg.norm(R) <= bound:
                     break
-                if project and it >= 2 and _projected_iterations(first, norm, bound, it) > maxiter:
-                    return V, False, it
                 Zn = prec(R)
                 rzn = np.vdot(R, Zn)
                 D = Zn + ((rzn - np.vdot(R, Z)) / rz) * D
                 Z, rz = Zn, rzn
             else:
-                return V, False, it
+                return V, False
             R = b - self._hessian_times(key, V, L)  # drift check
-        return V, True, it
+        return V, True
 
     def _system(self, key: str, L: np.ndarray) -> np.ndarray:
         """Dense float64 H_M (whitened): the fallback when the float32 preconditioner is not
@@ -484,25 +465,17 @@ class _SSWLProblem:
         return 0.5 * (H + H.T)
 
     def _solve(self, key: str, rhs: np.ndarray, L: np.ndarray) -> np.ndarray:
-        """Coefficients (p × m) from the normal equations of block ``key``; rhs = Qᵀ(target).
-
-        A Cholesky factor is kept for the next sweeps' L until CG with it has taken m r /
-        ``REUSE_SIZE`` iterations more than with the fresh factor, in all (about what a new
-        factor costs), or is projected to take more (then a new factor, CG going on from where
-        it stopped). Woodbury's factor is renewed at every solve: it costs less."""
+        """Coefficients (p × m) from the normal equations of block ``key``; rhs = Qᵀ(target)."""
         V = np.zeros_like(rhs) if self._start[key] is None else self._start[key]
-        prec, fresh, allowance = self._factors.get(key, (None, 0, 0))
+        prec, L_c = self._factors.get(key, (None, None))
         done = False
-        if prec is not None and allowance >= 3:  # else the attempt would rarely pay
-            V, done, its = self._pcg(key, rhs, V, L, prec, fresh + allowance, project=True)
-            self._factors[key] = (prec, fresh, allowance - max(its - fresh, 1))
+        if prec is not None and np.linalg.norm(L - L_c) <= REUSE_DL * np.linalg.norm(L_c):
+            V, done = self._pcg(key, rhs, V, L, prec, REUSE_MAXITER)  # L barely moved: old factor
         if not done:
             prec = self._preconditioner(key, L)
-            self._factors[key] = (None, 0, 0)
+            self._factors[key] = (prec, L.copy())
             if prec is not None:
-                V, done, its = self._pcg(key, rhs, V, L, prec, CG_MAXITER)
-                woodbury = key == "P" and self._woodbury is not None  # cheaper to renew than to keep
-                self._factors[key] = (prec, its, 0 if woodbury else self.m * self.r // REUSE_SIZE)
+                V, done = self._pcg(key, rhs, V, L, prec, CG_MAXITER)
         if not done:
             V = _solve_spd(self._system(key, L), rhs.T.ravel()).reshape(self.m, self.r).T
         self._start[key] = V
