@@ -79,9 +79,9 @@ point. So ML-MRRW (ν1 ≠ ν2) has none and is solved by LU. For Ξ = νI (ML-M
 the graph holds a labelled point), with Θ = Mβ. From 4,000 training rows the exact solver then
 uses Cholesky on it (K M formed over K's buffer, then νMKM + λM panel by panel), and LU otherwise
 (``solver_report_["factorisation"]``): below, the second sparse × dense pass over K that the form
-needs costs more than LU's extra flops (LU 2–7 % faster per fit from 1,600 to 4,000 rows). It amplifies rounding by about cond(M), which is small
-here (≈50–1,000 on yeast, from γ_I/n² and the labelling rate): on yeast it agrees with LU to
-1e-14, and the tests check it against ``scipy.linalg.solve`` to 1e-10. With one BLAS thread (the
+needs costs more than LU's extra flops (LU 2–7 % faster per fit from 1,600 to 4,000 rows). It
+amplifies rounding by about cond(M), which is small here (≈50–1,000 on yeast, from γ_I/n² and
+the labelling rate): on yeast it agrees with LU to 1e-14, and the tests check it against ``scipy.linalg.solve`` to 1e-10. With one BLAS thread (the
 runner's parallel trials) the factorisation takes half of LU's time (1.5 s against 2.9 s at
 n = 5,000); with two threads on a busy shared 2-core machine OpenBLAS's potrf was not faster.
 
@@ -437,8 +437,9 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
 
     def _fit_exact(self, Xs, labelled, xi, target, lam):
         """Eq. 19 by one factorisation of the n×n system (see the module notes): Cholesky of
-        the symmetric form from 4,000 rows when Ξ = νI and M is positive definite, LU otherwise; in single
-        precision refined to double (:func:`_refined_solve`), else in double precision."""
+        the symmetric form from ``_CHOLESKY_MIN_ROWS`` rows when Ξ = νI and M is positive
+        definite, LU otherwise; in single precision refined to double (:func:`_refined_solve`),
+        else in double precision."""
         n = Xs.shape[0]
         if isinstance(self.memory, SharedWork):  # a kernel other fits share, read only
             K, W = self._shared_kernel_and_graph(Xs)
