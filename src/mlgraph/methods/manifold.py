@@ -81,9 +81,10 @@ uses Cholesky on it (K M formed over K's buffer, then νMKM + λM panel by panel
 (``solver_report_["factorisation"]``): below, the second sparse × dense pass over K that the form
 needs costs more than LU's extra flops (LU 2–7 % faster per fit from 1,600 to 4,000 rows). It
 amplifies rounding by about cond(M), which is small here (≈50–1,000 on yeast, from γ_I/n² and
-the labelling rate): on yeast it agrees with LU to 1e-14, and the tests check it against ``scipy.linalg.solve`` to 1e-10. With one BLAS thread (the
-runner's parallel trials) the factorisation takes half of LU's time (1.5 s against 2.9 s at
-n = 5,000); with two threads on a busy shared 2-core machine OpenBLAS's potrf was not faster.
+the labelling rate): on yeast it agrees with LU to 1e-14, and the tests check it against
+``scipy.linalg.solve`` to 1e-10. With one BLAS thread (the runner's parallel trials) the
+factorisation takes half of LU's time (1.5 s against 2.9 s at n = 5,000); with two threads on a
+busy shared 2-core machine OpenBLAS's potrf was not faster.
 
 Other notes:
 - With γ_I = 0 the unlabelled coefficients vanish and the model is kernel ridge regression on
