@@ -3,11 +3,15 @@
 A thin Hydra layer over :func:`mlgraph.experiment.run_from_hydra`, which does the work.
 """
 
+import sys
 from pathlib import Path
 
 from mlgraph.cli import settle_blas_threads
+from mlgraph.tracking_process import start_tracking_process
 
 settle_blas_threads()  # before numpy loads
+if __name__ == "__main__":  # MLflow's imports, in a process of their own, beside the next ones
+    start_tracking_process(sys.argv[1:])
 
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402

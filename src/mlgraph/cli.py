@@ -107,6 +107,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     if argv[0] not in COMMANDS:
         sys.exit(f"mlgraph: unknown command {argv[0]!r}\n\n{usage()}")
+    from mlgraph.tracking_process import start_tracking_process
+
+    if argv[0] == "run":  # before the next imports, which it makes on its own
+        start_tracking_process(argv[1:])
     from mlgraph.runner import quick_exit
     from mlgraph.signals import exit_conventionally
 

@@ -74,12 +74,18 @@ from mlgraph.sweep import (
 from mlgraph.tracking import (
     config_hash,
     config_params,
+    describe_run,
+    end_run,
+    log_artifact,
+    log_artifacts,
     log_batch,
-    log_dataset,
-    provenance_tags,
+    log_sklearn_model,
+    open_run,
+    set_tags,
     setup_from_config,
     storage_problem,
 )
+from mlgraph.tracking_process import tracked
 from mlgraph.tuning import NON_PARAMETER_KEYS, InnerSelection, TuningError, inner_selection, log_choices
 
 log = logging.getLogger(__name__)
@@ -243,8 +249,6 @@ def _log_artifacts(
     table.to_csv(run_dir / "trials.csv", index=False)
     summary.to_csv(run_dir / "summary.csv")
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    import mlflow
-
     paths = [run_dir / "trials.csv", run_dir / "summary.csv", run_dir / "config.yaml"]
     if summary["n_ok"].sum() and len(summary) > 1:  # a curve needs several labelling rates
         fig = plot_metrics_vs_rate({cfg.method.name: summary}, FIG1_METRICS, title=title)
@@ -257,10 +261,7 @@ def _log_artifacts(
             *save_figure(plot_rounds({cfg.method.name: rounds}, title=title), run_dir / "rounds.png"),
         ]
     tuned_files, tuned_tags = log_choices(table, run_dir, title=f"values chosen by tuning=inner: {title}")
-    if tuned_tags:
-        mlflow.set_tags(tuned_tags)
-    for path in paths + tuned_files:
-        mlflow.log_artifact(str(path))
+    tracked(log_artifacts, [str(p) for p in paths + tuned_files], tuned_tags)
 
 
 # MLflow stores a dataset digest in at most 36 characters; the full SHA-256 is in the dataset's
@@ -273,25 +274,21 @@ def protocol_name(cfg: DictConfig, job: JobInfo) -> str:
     return job.choices.get("protocol") or str(cfg.protocol.get("_target_", "protocol")).rsplit(".", 1)[-1]
 
 
-def dataset_input(data, context: str):
-    """The run's dataset as an MLflow dataset input (what ``mlflow.log_input`` logs; the UI's
-    Datasets column): name, digest = the SHA-256 of the file as stored (its first
-    :data:`DIGEST_LENGTH` hex digits; of a published train/test split, the first half of each
-    file's, joined by ``-``), source = that file, the shapes of features and labels as schema
-    and profile (with the full SHA-256), and the protocol as context."""
-    from mlflow.entities import Dataset, DatasetInput, InputTag
-    from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
-
+def dataset_fields(data, context: str) -> dict[str, str]:
+    """The run's dataset as the fields of an MLflow dataset input
+    (:func:`mlgraph.tracking.dataset_input`): name, digest = the SHA-256 of the file as stored
+    (its first :data:`DIGEST_LENGTH` hex digits; of a published train/test split, the first half
+    of each file's, joined by ``-``), source = that file, the shapes of features and labels as
+    schema and profile (with the full SHA-256), and the protocol as context."""
     X, Y = data.X, data.Y
     n_labels = getattr(data, "n_labels", Y.shape[1])
     spec = lambda dtype, width: json.dumps(  # noqa: E731
         [{"type": "tensor", "tensor-spec": {"dtype": str(dtype), "shape": [-1, width]}}]
     )
     parts = data.sha256.split(";")  # a published split: the training file's, then the test file's
-    dataset = Dataset(
+    return dict(
         name=data.name,
         digest="-".join(p[: DIGEST_LENGTH // len(parts)] for p in parts),
-        source_type="local",
         source=json.dumps({"uri": str(data.source)}),
         schema=json.dumps(
             {
@@ -308,8 +305,8 @@ def dataset_input(data, context: str):
                 "sha256": data.sha256,
             }
         ),
+        context=context,
     )
-    return DatasetInput(dataset, tags=[InputTag(MLFLOW_DATASET_CONTEXT, context)])
 
 
 def model_trial(trials: list) -> object:
@@ -333,29 +330,23 @@ def log_model(plan: Plan) -> None:
     :func:`trusted_types`), never arbitrary pickled code. Kernel and neighbour methods keep their
     training rows inside the model, so a logged model carries training data.
     """
-    import mlflow.sklearn
-    from mlflow.models import infer_signature
-
     trial = model_trial(plan.trials)
     X, Y = plan.data.X, plan.data.Y
     X_train = X[trial.train]
     model = clone(plan.estimator).fit(X_train, trial.targets(Y))
     example = X_train[:5]
     example = example.toarray() if sp.issparse(example) else np.asarray(example)
-    mlflow.sklearn.log_model(
+    tracked(
+        log_sklearn_model,
         model,
-        name="model",
-        signature=infer_signature(example, model.predict(example)),
-        input_example=example,
-        serialization_format="skops",
-        skops_trusted_types=trusted_types(model),
-        pip_requirements=[f"{p}=={importlib.metadata.version(p)}" for p in MODEL_REQUIREMENTS],
-    )
-    mlflow.set_tags(
+        example,
+        model.predict(example),
+        trusted_types(model),
+        [f"{p}=={importlib.metadata.version(p)}" for p in MODEL_REQUIREMENTS],
         {
             "model_trial": f"rate={trial.rate:g} repetition={trial.repetition}",
             "model_training_rows": str(len(trial.train)),
-        }
+        },
     )
 
 
@@ -671,11 +662,9 @@ class Checkpoint:
 
     def flush(self) -> None:
         """Copy the local checkpoint to the MLflow run, if it has rows the run has not."""
-        import mlflow
-
         if len(self.rows) == self.uploaded:
             return
-        mlflow.MlflowClient().log_artifact(self.run_id, str(self.path))
+        tracked(log_artifact, self.run_id, str(self.path))
         self.uploaded, self.last = len(self.rows), time.monotonic()
 
 
@@ -817,9 +806,10 @@ def _tracked(
     done: pd.DataFrame,
     out: Path,
 ) -> pd.DataFrame:
-    """The trials and their MLflow run, which ``open_run`` opens (the store too, unless
-    ``experiment_id`` is known) once the trials are running; rows finished before are kept
-    and checkpointed then."""
+    """The trials and their MLflow run, which :func:`mlgraph.tracking.open_run` opens (the store
+    too, unless ``experiment_id`` is known) once the trials are running, in the tracking process
+    when the command started one (:mod:`mlgraph.tracking_process`); rows finished before are
+    kept and checkpointed then."""
     spent = {"logging": 0.0, "trials": 0.0}  # tracking overhead, reported by `make bench`
     data, parallelism = plan.data, plan.parallelism
     # the tags that identify the job go in with the run, so that even a run killed at once is
@@ -828,26 +818,24 @@ def _tracked(
     run: dict = {}  # run id and checkpoint, once the run exists
     early: list[dict] = []  # rows finished before
 
-    def open_run() -> None:
-        import mlflow  # while the first trials run: a second of imports off the critical path
-
+    def start_tracking() -> None:
         started = time.perf_counter()
-        experiment = experiment_id or setup_from_config(cfg.tracking)
-        opened = (
-            dict(run_id=previous.info.run_id)
-            if previous is not None
-            else dict(experiment_id=experiment, run_name=name, parent_run_id=job.parent_run_id, tags=identity)
-        )
         with deferred() as pending:  # a run exists only once it is ours to close
-            active = stack.enter_context(mlflow.start_run(**opened))
-            run["id"] = active.info.run_id
+            run["id"] = tracked(
+                open_run,
+                OmegaConf.to_container(cfg.tracking, resolve=True),
+                experiment_id,
+                previous.info.run_id if previous is not None else None,
+                name,
+                job.parent_run_id,
+                identity,
+            )
             run["checkpoint"] = Checkpoint(
                 run["id"], out, float(cfg.tracking.get("checkpoint_seconds", 30)), done
             )
         raise_pending(pending)
         checkpoint = run["checkpoint"]
         tags = {
-            **provenance_tags(),
             **identity,
             "method": cfg.method.name,
             "dataset": cfg.dataset.name,
@@ -865,11 +853,11 @@ def _tracked(
         }
         if plan.notes:
             tags["profile_notes"] = " ".join(plan.notes)[:5000]
+        reopened = previous is not None and "interrupted" in previous.data.tags
         if previous is not None:
             tags["resumed_trials"] = str(len(done))
-            if "interrupted" in previous.data.tags:  # a reopened run is no longer interrupted
+            if reopened:  # a reopened run is no longer interrupted
                 tags["resumed_after"] = previous.data.tags["interrupted"]
-                mlflow.MlflowClient().delete_tag(run["id"], "interrupted")
             log.info(
                 "%s: resuming run %s, %d of %d trials already done",
                 name,
@@ -877,8 +865,10 @@ def _tracked(
                 len(done),
                 len(plan.trials),
             )
-        log_batch(run["id"], params=None if previous is not None else config_params(cfg), tags=tags)
-        log_dataset(run["id"], dataset_input(data, protocol_name(cfg, job)))
+        params = None if previous is not None else config_params(cfg)
+        tracked(
+            describe_run, run["id"], params, tags, dataset_fields(data, protocol_name(cfg, job)), reopened
+        )
         for row in early:
             checkpoint.add(row)
         if len({t.rate for t in plan.trials}) > 1:  # the run's figure: import its library now
@@ -888,50 +878,48 @@ def _tracked(
     def add_row(row: dict) -> None:
         (run["checkpoint"].add if "checkpoint" in run else early.append)(row)
 
-    with contextlib.ExitStack() as stack:
-        try:
-            with _timed(spent, "trials"):
-                table = run_trials(
-                    plan.estimator,
-                    data.X,
-                    data.Y,
-                    plan.trials,
-                    plan.metrics,
-                    parallelism,
-                    progress=cfg.get("progress", True),
-                    description=name,
-                    evaluation=plan.evaluation,
-                    done=done,
-                    on_row=add_row,
-                    on_start=open_run,
-                    tuning=plan.tuning,
-                )
-            spent["trials"] -= spent["logging"]  # the run was opened while they ran
-            _finish(cfg, plan, table, name, job, run["id"], out, spent)
-        except (Interrupted, SystemExit) as exc:  # submitit exits after requeueing a pre-empted job
-            if "checkpoint" not in run:  # no run yet: nothing to close
-                stop_workers()
-                raise
-            why = (
-                exc.name if isinstance(exc, Interrupted) else "requeued by SLURM (pre-emption or time limit)"
+    try:
+        with _timed(spent, "trials"):
+            table = run_trials(
+                plan.estimator,
+                data.X,
+                data.Y,
+                plan.trials,
+                plan.metrics,
+                parallelism,
+                progress=cfg.get("progress", True),
+                description=name,
+                evaluation=plan.evaluation,
+                done=done,
+                on_row=add_row,
+                on_start=start_tracking,
+                tuning=plan.tuning,
             )
-            with deferred():
-                _close_run("KILLED", {"interrupted": why}, run["checkpoint"])
-            log.warning(
-                "%s: %s; run %s KILLED with %d finished trials saved (resume with resume=true)",
-                name,
-                why,
-                run["id"],
-                len(run["checkpoint"].rows),
-            )
+        spent["trials"] -= spent["logging"]  # the run was opened while they ran
+        _finish(cfg, plan, table, name, job, run["id"], out, spent)
+        tracked(end_run, "FINISHED")
+    except (Interrupted, SystemExit) as exc:  # submitit exits after requeueing a pre-empted job
+        if "checkpoint" not in run:  # no run yet: nothing to close
+            stop_workers()
             raise
-        except BaseException as exc:
-            if "checkpoint" not in run:
-                stop_workers()
-                raise
-            with deferred():
-                _close_run("FAILED", {"error": f"{type(exc).__name__}: {exc}"[:5000]}, run["checkpoint"])
+        why = exc.name if isinstance(exc, Interrupted) else "requeued by SLURM (pre-emption or time limit)"
+        with deferred():
+            _close_run("KILLED", {"interrupted": why}, run["checkpoint"])
+        log.warning(
+            "%s: %s; run %s KILLED with %d finished trials saved (resume with resume=true)",
+            name,
+            why,
+            run["id"],
+            len(run["checkpoint"].rows),
+        )
+        raise
+    except BaseException as exc:
+        if "checkpoint" not in run:
+            stop_workers()
             raise
+        with deferred():
+            _close_run("FAILED", {"error": f"{type(exc).__name__}: {exc}"[:5000]}, run["checkpoint"])
+        raise
     return summarise(table, plan.metrics)
 
 
@@ -940,13 +928,11 @@ def _close_run(status: str, tags: dict, checkpoint: Checkpoint) -> None:
     on its own, so that a full disk that stops the checkpoint's copy does not also leave the
     run RUNNING (a store that can no longer be written leaves it RUNNING; resume=true
     continues it)."""
-    import mlflow
-
     steps = (
         stop_workers,
         checkpoint.flush,
-        lambda: mlflow.set_tags(tags),
-        lambda: mlflow.end_run(status),
+        lambda: tracked(set_tags, tags),
+        lambda: tracked(end_run, status),
     )
     for step in steps:
         try:
@@ -962,8 +948,6 @@ def _finish(
 ) -> None:
     """Log the run's metrics, tables and figures, say what is degenerate, and fail the run when
     every trial failed, or any with ``strict=true``."""
-    import mlflow
-
     metrics = plan.metrics
     for metric in metrics:  # a metric column exists even if every trial failed
         table[metric] = table.get(metric, float("nan"))
@@ -971,9 +955,10 @@ def _finish(
     failed = table[table.status != "ok"]
     notes = _edge_case_notes(table, metrics, cfg)
     with _timed(spent, "logging"):
-        log_batch(
+        tracked(
+            log_batch,
             run_id,
-            metrics=_metric_rows(summary, table, metrics),
+            metrics=list(_metric_rows(summary, table, metrics)),
             tags={
                 "trials_failed": f"{len(failed)} of {len(table)}",
                 **({"notes": " ".join(notes)[:5000]} if notes else {}),
@@ -985,8 +970,8 @@ def _finish(
                 log_model(plan)
             except Exception as exc:  # the run's results stand; say why there is no model
                 log.warning("%s: the model could not be logged: %s: %s", name, type(exc).__name__, exc)
-                mlflow.set_tag("log_model_error", f"{type(exc).__name__}: {exc}"[:5000])
-    log_batch(run_id, metrics=[(f"{DIAGNOSTICS}{k}_seconds", v, 0) for k, v in spent.items()])
+                tracked(set_tags, {"log_model_error": f"{type(exc).__name__}: {exc}"[:5000]})
+    tracked(log_batch, run_id, metrics=[(f"{DIAGNOSTICS}{k}_seconds", v, 0) for k, v in spent.items()])
     overrides = f"overrides: {' '.join(job.overrides)}\n" if job.overrides else ""
     log.info(
         "%s: %d trials, MLflow run %s\n%s%s",
@@ -1006,7 +991,7 @@ def _finish(
             failed.error.iloc[0],
         )
     if len(failed) == len(table) or (len(failed) and cfg.get("strict", False)):
-        mlflow.set_tag("error", failed.error.iloc[0][:5000])
+        tracked(set_tags, {"error": failed.error.iloc[0][:5000]})
         which = "all" if len(failed) == len(table) else f"{len(failed)} of"
         raise AllTrialsFailed(
             f"{name}: {which} {len(table)} trials failed (run {run_id} is FAILED); "

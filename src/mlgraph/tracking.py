@@ -555,3 +555,113 @@ def log_batch(
         client.log_batch(run_id, params=chunk)
     for chunk in _chunks(tag_objs, _MAX_TAGS):
         client.log_batch(run_id, tags=chunk)
+
+
+# --------------------------------------------------------------------------------------------
+# A job's run, step by step: each step runs where mlgraph.tracking_process.tracked sends it
+# (the tracking process, or the job's own), every step of one run in the same process, which
+# holds MLflow's active run.
+# --------------------------------------------------------------------------------------------
+def open_run(
+    tracking: Mapping,
+    experiment_id: str | None,
+    resume_id: str | None,
+    name: str,
+    parent_run_id: str | None,
+    tags: Mapping[str, str],
+) -> str:
+    """Open the store of the ``tracking`` config (unless ``experiment_id`` says it is open),
+    start the run ``name`` with ``tags`` (or reopen the run ``resume_id``) as MLflow's active
+    run, and return its id."""
+    import mlflow
+
+    if experiment_id is None:
+        experiment_id = setup_experiment(
+            tracking["uri"], tracking["experiment"], tracking.get("artifact_location")
+        )
+    else:
+        mlflow.set_tracking_uri(tracking["uri"])
+    opened = (
+        dict(run_id=resume_id)
+        if resume_id is not None
+        else dict(experiment_id=experiment_id, run_name=name, parent_run_id=parent_run_id, tags=dict(tags))
+    )
+    return mlflow.start_run(**opened).info.run_id
+
+
+def describe_run(
+    run_id: str, params: Mapping[str, str] | None, tags: Mapping[str, str], dataset: Mapping, reopened: bool
+) -> None:
+    """Log a run's params, its tags with :func:`provenance_tags`, and its dataset input
+    (:func:`dataset_input` of the ``dataset`` fields); a ``reopened`` run loses its
+    ``interrupted`` tag."""
+    import mlflow
+
+    if reopened:
+        mlflow.MlflowClient().delete_tag(run_id, "interrupted")
+    log_batch(run_id, params=params, tags={**provenance_tags(), **tags})
+    log_dataset(run_id, dataset_input(**dataset))
+
+
+def dataset_input(name: str, digest: str, source: str, schema: str, profile: str, context: str):
+    """An MLflow dataset input (what ``mlflow.log_input`` logs; the UI's Datasets column) from
+    its fields, JSON texts for ``source``, ``schema`` and ``profile``."""
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+    from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+
+    dataset = Dataset(
+        name=name, digest=digest, source_type="local", source=source, schema=schema, profile=profile
+    )
+    return DatasetInput(dataset, tags=[InputTag(MLFLOW_DATASET_CONTEXT, context)])
+
+
+def log_artifact(run_id: str, path: str) -> None:
+    """Copy one file to a run's artifacts (a checkpoint, again and again)."""
+    import mlflow
+
+    mlflow.MlflowClient().log_artifact(run_id, path)
+
+
+def log_artifacts(paths: Iterable[str], tags: Mapping[str, str]) -> None:
+    """Tag the active run and copy files to its artifacts."""
+    import mlflow
+
+    if tags:
+        mlflow.set_tags(dict(tags))
+    for path in paths:
+        mlflow.log_artifact(str(path))
+
+
+def set_tags(tags: Mapping[str, Any]) -> None:
+    """Tag the active run."""
+    import mlflow
+
+    mlflow.set_tags(dict(tags))
+
+
+def end_run(status: str) -> None:
+    """End the active run with ``status`` (FINISHED, FAILED or KILLED)."""
+    import mlflow
+
+    mlflow.end_run(status)
+
+
+def log_sklearn_model(
+    model, example, prediction, trusted: list[str], requirements: list[str], tags: Mapping
+) -> None:
+    """Log a fitted estimator to the active run in MLflow's scikit-learn flavour as ``model``,
+    serialised by skops trusting only the ``trusted`` types, with the signature of
+    ``example`` → ``prediction``, the example itself and pinned ``requirements``; then ``tags``."""
+    import mlflow.sklearn
+    from mlflow.models import infer_signature
+
+    mlflow.sklearn.log_model(
+        model,
+        name="model",
+        signature=infer_signature(example, prediction),
+        input_example=example,
+        serialization_format="skops",
+        skops_trusted_types=trusted,
+        pip_requirements=requirements,
+    )
+    mlflow.set_tags(dict(tags))

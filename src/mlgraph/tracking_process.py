@@ -1,0 +1,195 @@
+"""The process that writes a job's run to MLflow, beside the process that runs its trials.
+
+MLflow, its SQLAlchemy store and their table models take about 2 s of CPU to import. In the job's
+own process they were imported while the trials ran, and took that CPU from them. The commands
+that run one job (``python -m run``, ``mlgraph run``) instead fork this process first thing: it
+imports them on the core that the command's own imports and config composition leave idle, then
+carries out each tracking step the job hands it (open the run, copy the checkpoint, log the
+results, end the run). A step is a function of :mod:`mlgraph.tracking` and its arguments,
+pickled; its result or its exception (with its chain of causes) comes back.
+
+Where no such process runs (a sweep's jobs, tests, a library user calling
+:func:`mlgraph.experiment.run_experiment`), :func:`tracked` runs the same functions in the
+caller's process. Every step of one run goes to one process, so MLflow's active run is always
+where the steps run.
+
+The process ignores Ctrl-C and SIGTERM: the job catches them and closes the run through it. It
+ends when the job says so or when the job's end of the pipe closes (the job ended, even by
+SIGKILL), without ending the run: a job killed outright leaves its run RUNNING, as it would
+without this process. Processes forked from the job later (its trial workers) drop the pipe.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import pickle
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection, Pipe
+from typing import Any
+
+__all__ = ["start_tracking_process", "stop_tracking_process", "tracked"]
+
+_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+class _TrackingProcess:
+    """The job's side: the pipe to the process and the number of the last request."""
+
+    def __init__(self, pid: int, connection: Connection):
+        self.pid, self.connection, self.sent = pid, connection, 0
+
+    def call(self, function: Callable, args: tuple, kwargs: dict) -> Any:
+        """``function(*args, **kwargs)`` in the process. Sending and receiving a message hold
+        SIGINT and SIGTERM back (a message cut in half would garble the next one); while the
+        process works, a signal interrupts the wait as usual, and the late answer is skipped by
+        its number when the next call reads the pipe."""
+        self.sent += 1
+        message = pickle.dumps((os.getcwd(), function, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            with _signals_held():
+                self.connection.send((self.sent, message))
+            while True:
+                self.connection.poll(None)  # a signal's handler may raise here
+                with _signals_held():
+                    number, ok, value = self.connection.recv()
+                if number == self.sent:
+                    break
+        except (EOFError, OSError) as exc:
+            raise RuntimeError(
+                f"the tracking process (pid {self.pid}) ended before it finished "
+                f"{function.__name__}; the run may be left RUNNING"
+            ) from exc
+        if ok:
+            return value
+        raise _rebuilt(*value)
+
+
+_process: _TrackingProcess | None = None
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM blocked within the block; one that came is handled after it."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def tracked(function: Callable, *args, **kwargs) -> Any:
+    """``function(*args, **kwargs)``, in the tracking process when this process started one,
+    else here. ``function`` must be importable by name (a module-level function)."""
+    if _process is None:
+        return function(*args, **kwargs)
+    return _process.call(function, args, kwargs)
+
+
+def start_tracking_process(argv: Sequence[str]) -> None:
+    """Fork the tracking process, on Linux, for a command line that runs one job: Hydra
+    overrides only (a flag such as ``-m``, ``--cfg`` or ``--help`` runs a sweep or no job).
+    Call it before the heavy imports, which the process makes on its own."""
+    global _process
+    if _process is not None or not sys.platform.startswith("linux") or any(a.startswith("-") for a in argv):
+        return
+    ours, theirs = Pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with _signals_held():  # the child ignores them before it takes any
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if pid == 0:
+        ours.close()
+        _serve(theirs)  # never returns
+    theirs.close()
+    _process = _TrackingProcess(pid, ours)
+    atexit.register(stop_tracking_process)
+
+
+def stop_tracking_process() -> None:
+    """End the tracking process (after its last step) and wait for it."""
+    global _process
+    process, _process = _process, None
+    if process is None:
+        return
+    try:
+        with _signals_held():
+            process.connection.send(None)
+        process.connection.close()
+    except OSError:
+        pass
+    os.waitpid(process.pid, 0)
+
+
+def _forget() -> None:
+    """In a process forked from the job (a trial worker): not ours to talk to."""
+    global _process
+    if _process is not None:
+        _process.connection.close()
+        _process = None
+
+
+os.register_at_fork(after_in_child=_forget)
+
+
+def _serve(connection: Connection) -> None:
+    """The tracking process: import MLflow and its store, then run each step it is sent."""
+    try:
+        _warm()
+        while True:
+            request = connection.recv()
+            if request is None:
+                break
+            number, message = request
+            try:
+                cwd, function, args, kwargs = pickle.loads(message)
+                if cwd != os.getcwd():
+                    os.chdir(cwd)
+                answer = (number, True, function(*args, **kwargs))
+            except BaseException as exc:  # the job decides what an error means
+                answer = (number, False, _portable(exc))
+            connection.send(answer)
+    except (EOFError, OSError, KeyboardInterrupt):
+        pass  # the job ended
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def _warm() -> None:
+    """What every run needs before its first step, imported before the job asks."""
+    import mlflow  # noqa: F401
+    import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
+
+    import mlgraph.tracking  # noqa: F401
+
+
+def _portable(exc: BaseException) -> tuple[list[BaseException], str]:
+    """``exc`` and its causes, each as itself if it survives pickling, else as a RuntimeError
+    with its type and message; and where it was raised (its traceback)."""
+    where = "".join(traceback.format_tb(exc.__traceback__)).rstrip()
+    chain: list[BaseException] = []
+    while exc is not None and len(chain) < 16:
+        try:
+            item = pickle.loads(pickle.dumps(exc))
+        except Exception:
+            item = RuntimeError(f"{type(exc).__name__}: {exc}")
+        chain.append(item)
+        exc = exc.__cause__ or exc.__context__
+    return chain, f"raised in the tracking process (pid {os.getpid()}):\n{where}"
+
+
+def _rebuilt(chain: list[BaseException], where: str) -> BaseException:
+    """The exception :func:`_portable` sent, its causes linked again, with a note of where."""
+    for outer, inner in zip(chain, chain[1:], strict=False):
+        outer.__cause__ = inner
+    chain[0].add_note(where)
+    return chain[0]
