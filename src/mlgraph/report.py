@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -286,18 +289,47 @@ PNG_DPI = 200
 def save_figure(fig: plt.Figure, path, formats: Sequence[str] = FIGURE_FORMATS) -> list[Path]:
     """Write ``fig`` once per format (``path`` with its suffix replaced: PNG at 200 dpi, SVG and
     PDF as vector graphics with the text embedded) and free it (sweeps create many figures);
-    return the paths written. The layout and the tight box are computed for the first format and
-    kept for the others, which then draw once each instead of twice."""
-    paths, bbox = [], "tight"
-    for i, fmt in enumerate(formats):
-        target = Path(path).with_suffix(f".{fmt}")
-        fig.savefig(target, dpi=PNG_DPI if fmt == "png" else "figure", bbox_inches=bbox)
-        paths.append(target)
-        if i == 0 and len(formats) > 1:  # the first format's layout and box serve the others
-            fig.set_layout_engine("none")
-            bbox = fig.get_tightbbox().padded(pyplot().rcParams["savefig.pad_inches"])
+    return the paths written. The layout and the tight box are computed once and kept for every
+    format, which then draws once each instead of twice. On Linux, in a process running no other
+    thread, a forked child writes the formats after the first meanwhile (the run's figure:
+    about half the time); where it fails, they are written here."""
+    targets = [Path(path).with_suffix(f".{fmt}") for fmt in formats]
+    bbox = "tight"
+    if len(formats) > 1:
+        fig.draw_without_rendering()  # the layout, once
+        fig.set_layout_engine("none")
+        bbox = fig.get_tightbbox().padded(pyplot().rcParams["savefig.pad_inches"])
+    child = _fork_writer(fig, targets[1:], bbox) if len(formats) > 1 else None
+    _write_formats(fig, targets if child is None else targets[:1], bbox)
+    if child is not None:
+        _, status = os.waitpid(child, 0)
+        if status != 0 or not all(t.is_file() for t in targets[1:]):
+            _write_formats(fig, targets[1:], bbox)
     pyplot().close(fig)
-    return paths
+    return targets
+
+
+def _write_formats(fig: plt.Figure, targets: Sequence[Path], bbox) -> None:
+    for target in targets:
+        fig.savefig(target, dpi=PNG_DPI if target.suffix == ".png" else "figure", bbox_inches=bbox)
+
+
+def _fork_writer(fig: plt.Figure, targets: Sequence[Path], bbox) -> int | None:
+    """The pid of a forked child writing ``targets``, or None where forking is not safe (not
+    Linux, or another thread, which may hold a lock the child would wait for forever)."""
+    if not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            _write_formats(fig, targets, bbox)
+            code = 0
+        finally:
+            os._exit(code)
+    return pid
 
 
 def format_summary(summary: pd.DataFrame, metrics: Sequence[str] = FIG1_METRICS) -> str:

@@ -4,6 +4,7 @@ its one fixed colour and marker (``report.STYLES``) in every figure, axes and ti
 from __future__ import annotations
 
 import re
+import threading
 import xml.etree.ElementTree as ET
 
 import matplotlib.colors as mcolors
@@ -165,3 +166,32 @@ def test_vector_formats_keep_the_tight_box_a_tight_save_gives_them(tmp_path):
     ours = _vector_sizes(*(p for s in (".svg", ".pdf") for p in paths if p.suffix == s))
     each = _vector_sizes(tmp_path / "each.svg", tmp_path / "each.pdf")
     assert ours == pytest.approx(each, abs=0.005)
+
+
+def test_a_forked_child_writes_the_vector_formats_as_this_process_would(tmp_path, monkeypatch):
+    summaries = {m: _summary(i) for i, m in enumerate(PAPER000[:3])}
+    forks, real_fork = [], R.os.fork
+    monkeypatch.setattr(R.os, "fork", lambda: forks.append(1) or real_fork())
+    forked = R.save_figure(R.plot_metrics_vs_rate(summaries, title="t"), tmp_path / "forked.png")
+    assert len(forks) == 1 and all(p.is_file() for p in forked)
+    monkeypatch.setattr(R, "_fork_writer", lambda *args: None)
+    here = R.save_figure(R.plot_metrics_vs_rate(summaries, title="t"), tmp_path / "here.png")
+    assert len(forks) == 1
+    sizes = [
+        _vector_sizes(*(p for s in (".svg", ".pdf") for p in paths if p.suffix == s))
+        for paths in (forked, here)
+    ]
+    assert sizes[0] == pytest.approx(sizes[1], abs=1e-9)
+
+
+def test_no_fork_while_another_thread_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(R.os, "fork", lambda: pytest.fail("forked beside a thread"))
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        paths = R.save_figure(R.plot_metrics_vs_rate({"mlmrrw": _summary(0)}, title="t"), tmp_path / "f.png")
+    finally:
+        release.set()
+        other.join()
+    assert [p.suffix for p in paths if p.is_file()] == [".png", ".svg", ".pdf"]
