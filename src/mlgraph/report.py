@@ -291,8 +291,8 @@ def save_figure(fig: plt.Figure, path, formats: Sequence[str] = FIGURE_FORMATS) 
     PDF as vector graphics with the text embedded) and free it (sweeps create many figures);
     return the paths written. The layout and the tight box are computed once and kept for every
     format, which then draws once each instead of twice. On Linux, in a process running no other
-    thread, a forked child writes the formats after the first meanwhile (the run's figure:
-    about half the time); where it fails, they are written here."""
+    thread, a forked child writes the formats after the first meanwhile (the run's figure takes
+    about a quarter less time); where it fails, they are written here."""
     targets = [Path(path).with_suffix(f".{fmt}") for fmt in formats]
     bbox = "tight"
     if len(formats) > 1:
