@@ -245,6 +245,14 @@ def _run_forked(trial: Trial) -> dict:
     return _run_one(estimator, X, Y, trial, *rest)
 
 
+class _TrialBar(tqdm):
+    """The trials' progress bar, refreshed as each trial ends (at most every ``mininterval``),
+    without tqdm's monitor thread, which only corrects bars that skip updates: it would outlive
+    the bar, and a process with a thread of its own besides does not fork (figures)."""
+
+    monitor_interval = 0
+
+
 def run_trials(
     estimator,
     X,
@@ -290,12 +298,13 @@ def run_trials(
             )
         if on_start is not None:
             on_start()
-        for row in tqdm(
+        for row in _TrialBar(
             results,
             total=len(pending),
             desc=description,
             disable=not progress,
             mininterval=1.0,
+            miniters=1,
             dynamic_ncols=True,
         ):
             rows.append(row)

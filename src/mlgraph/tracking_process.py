@@ -6,7 +6,8 @@ that run one job (``python -m run``, ``mlgraph run``) instead fork this process 
 imports them on the core that the command's own imports and config composition leave idle, then
 carries out each tracking step the job hands it (open the run, copy the checkpoint, log the
 results, end the run). A step is a function of :mod:`mlgraph.tracking` and its arguments,
-pickled; its result or its exception (with its chain of causes) comes back.
+pickled, and run in the job's working directory with the job's environment variables; its
+result or its exception (with its chain of causes) comes back.
 
 Where no such process runs (a sweep's jobs, tests, a library user calling
 :func:`mlgraph.experiment.run_experiment`), :func:`tracked` runs the same functions in the
@@ -49,7 +50,8 @@ class _TrackingProcess:
         process works, a signal interrupts the wait as usual, and the late answer is skipped by
         its number when the next call reads the pipe."""
         self.sent += 1
-        message = pickle.dumps((os.getcwd(), function, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        here = (os.getcwd(), dict(os.environ))  # e.g. hydra.job.chdir, hydra.job.env_set
+        message = pickle.dumps((*here, function, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         try:
             with _signals_held():
                 self.connection.send((self.sent, message))
@@ -149,9 +151,11 @@ def _serve(connection: Connection) -> None:
                 break
             number, message = request
             try:
-                cwd, function, args, kwargs = pickle.loads(message)
+                cwd, environ, function, args, kwargs = pickle.loads(message)
                 if cwd != os.getcwd():
                     os.chdir(cwd)
+                if environ.items() - os.environ.items():
+                    os.environ.update(environ)
                 answer = (number, True, function(*args, **kwargs))
             except BaseException as exc:  # the job decides what an error means
                 answer = (number, False, _portable(exc))

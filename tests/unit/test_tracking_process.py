@@ -75,3 +75,10 @@ def test_the_process_ignores_the_signals_the_job_handles_and_ends_with_it(proces
 def test_no_process_for_a_sweep_or_a_command_that_runs_no_job(argv):
     start_tracking_process(argv)
     assert tracking_process._process is None
+
+
+def test_a_step_sees_the_jobs_folder_and_environment(process, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLGRAPH_TEST_STEP", "set after the fork")
+    assert tracked(os.getcwd) == str(tmp_path)
+    assert tracked(os.getenv, "MLGRAPH_TEST_STEP") == "set after the fork"
