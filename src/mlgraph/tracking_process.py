@@ -1,7 +1,7 @@
 """The process that writes a job's run to MLflow, beside the process that runs its trials.
 
-MLflow, its SQLAlchemy store and their table models take about 2 s of CPU to import. In the job's
-own process they were imported while the trials ran, and took that CPU from them. The commands
+MLflow, its SQLAlchemy store and their table models take about 2 s of CPU to import; imported in
+the job's own process while the trials run, they take that CPU from the trials. The commands
 that run one job (``python -m run``, ``mlgraph run``) instead fork this process first thing: it
 imports them on the core that the command's own imports and config composition leave idle, then
 carries out each tracking step the job hands it (open the run, copy the checkpoint, log the
@@ -121,13 +121,12 @@ def stop_tracking_process() -> None:
     process, _process = _process, None
     if process is None:
         return
-    try:
+    with contextlib.suppress(OSError):
         with _signals_held():
             process.connection.send(None)
         process.connection.close()
-    except OSError:
-        pass
-    os.waitpid(process.pid, 0)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(process.pid, 0)
 
 
 def _forget() -> None:
@@ -144,7 +143,8 @@ os.register_at_fork(after_in_child=_forget)
 def _serve(connection: Connection) -> None:
     """The tracking process: import MLflow and its store, then run each step it is sent."""
     try:
-        _warm()
+        with contextlib.suppress(Exception):  # else the first step that needs it says why
+            _warm()
         while True:
             request = connection.recv()
             if request is None:
@@ -159,7 +159,10 @@ def _serve(connection: Connection) -> None:
                 answer = (number, True, function(*args, **kwargs))
             except BaseException as exc:  # the job decides what an error means
                 answer = (number, False, _portable(exc))
-            connection.send(answer)
+            try:
+                connection.send(answer)
+            except (pickle.PicklingError, TypeError, AttributeError) as exc:  # a result that cannot travel
+                connection.send((number, False, _portable(exc)))
     except (EOFError, OSError, KeyboardInterrupt):
         pass  # the job ended
     finally:

@@ -4,7 +4,9 @@ process ignores the signals the job handles."""
 
 import json
 import os
+import pickle
 import signal
+import threading
 import time
 
 import pytest
@@ -82,3 +84,9 @@ def test_a_step_sees_the_jobs_folder_and_environment(process, tmp_path, monkeypa
     monkeypatch.setenv("MLGRAPH_TEST_STEP", "set after the fork")
     assert tracked(os.getcwd) == str(tmp_path)
     assert tracked(os.getenv, "MLGRAPH_TEST_STEP") == "set after the fork"
+
+
+def test_a_result_that_cannot_travel_comes_back_as_an_error(process):
+    with pytest.raises((TypeError, AttributeError, pickle.PicklingError)):
+        tracked(threading.Lock)
+    assert tracked(os.getpid) == process.pid  # and the process serves on
