@@ -116,11 +116,14 @@ def start_tracking_process(argv: Sequence[str]) -> None:
 
 
 def stop_tracking_process() -> None:
-    """End the tracking process (after its last step) and wait for it."""
+    """End the tracking process (after its last step) and wait for it; one that was never
+    sent a step (the job stopped before its trials) may still be importing: it is killed."""
     global _process
     process, _process = _process, None
     if process is None:
         return
+    if process.sent == 0:
+        os.kill(process.pid, signal.SIGKILL)
     with contextlib.suppress(OSError):
         with _signals_held():
             process.connection.send(None)

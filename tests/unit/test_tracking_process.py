@@ -90,3 +90,21 @@ def test_a_result_that_cannot_travel_comes_back_as_an_error(process):
     with pytest.raises((TypeError, AttributeError, pickle.PicklingError)):
         tracked(threading.Lock)
     assert tracked(os.getpid) == process.pid  # and the process serves on
+
+
+@pytest.mark.parametrize("steps", [0, 1])
+def test_a_process_never_sent_a_step_is_killed_not_waited_for(steps, monkeypatch):
+    """A job that stops before its trials (a config error) does not wait for MLflow's imports;
+    after a step, the process has nothing left but to end, and is asked to."""
+    kills, real_kill = [], os.kill
+    monkeypatch.setattr(
+        tracking_process.os, "kill", lambda pid, sig: kills.append(sig) or real_kill(pid, sig)
+    )
+    start_tracking_process([])
+    pid = tracking_process._process.pid
+    for _ in range(steps):
+        assert tracked(os.getpid) == pid
+    stop_tracking_process()
+    assert kills == ([signal.SIGKILL] if steps == 0 else [])
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
