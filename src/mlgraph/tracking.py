@@ -422,9 +422,9 @@ def _permission_paragraph(uri: str, user: dict | None, experiment: str, permissi
     )
 
 
-def setup_from_config(tracking: DictConfig) -> str:
-    """:func:`setup_experiment` from the ``tracking`` config group."""
-    return setup_experiment(tracking.uri, tracking.experiment, tracking.get("artifact_location"))
+def setup_from_config(tracking: Mapping) -> str:
+    """:func:`setup_experiment` from the ``tracking`` config group (or its plain copy)."""
+    return setup_experiment(tracking["uri"], tracking["experiment"], tracking.get("artifact_location"))
 
 
 def flatten(mapping: Mapping, prefix: str = "") -> dict[str, Any]:
@@ -576,9 +576,7 @@ def open_run(
     import mlflow
 
     if experiment_id is None:
-        experiment_id = setup_experiment(
-            tracking["uri"], tracking["experiment"], tracking.get("artifact_location")
-        )
+        experiment_id = setup_from_config(tracking)
     else:
         mlflow.set_tracking_uri(tracking["uri"])
     opened = (
@@ -627,7 +625,7 @@ def log_artifacts(paths: Iterable[str], tags: Mapping[str, str]) -> None:
     import mlflow
 
     if tags:
-        mlflow.set_tags(dict(tags))
+        set_tags(tags)
     for path in paths:
         mlflow.log_artifact(str(path))
 
@@ -664,4 +662,4 @@ def log_sklearn_model(
         skops_trusted_types=trusted,
         pip_requirements=requirements,
     )
-    mlflow.set_tags(dict(tags))
+    set_tags(tags)
