@@ -32,9 +32,10 @@ test-ui: $(STAMP)  ## the README's MLflow UI path in headless Chromium (installs
 	scripts/install-chromium.sh
 	$(BIN)/python -m pytest -m ui tests/ui
 
-lint: $(STAMP)  ## ruff: lint (pyflakes, bugbear, pyupgrade, import order) and format check
+lint: $(STAMP)  ## ruff (lint and format check) and import-linter (each layer imports only the layers below it)
 	$(BIN)/ruff check src tests benchmarks docs
 	$(BIN)/ruff format --check src tests benchmarks docs
+	$(BIN)/lint-imports
 
 DOCS_STAMP := $(VENV)/.docs-installed
 $(DOCS_STAMP): pyproject.toml $(STAMP)
@@ -75,7 +76,7 @@ fs-sweep: $(STAMP)  ## paper 004's feature-fraction sweep and its all-features l
 	$(BIN)/python -m run experiment=feature_fraction_all $(ARGS)
 
 report: $(STAMP)  ## figures and Friedman/post-hoc tables of a comparison, read back from MLflow
-	$(BIN)/python -m mlgraph.report experiment=$(or $(EXPERIMENT),ssl_comparison) $(ARGS)
+	$(BIN)/python -m mlgraph.reporting.report experiment=$(or $(EXPERIMENT),ssl_comparison) $(ARGS)
 
 clean:  ## remove run outputs (keeps the MLflow store)
 	rm -rf $(OUT)/runs $(OUT)/multiruns

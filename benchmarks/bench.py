@@ -63,8 +63,8 @@ def _mlmrrw_problems():
     """(name, params, X_train, Y_train, X_test, Y_test): yeast's 2/3 training split at rate 0.5
     (n = 1,611; its tuned hyper-parameters) and tmc2007-500 subsets of n = 4,000 and 8,000
     training and n/2 test rows (method defaults)."""
+    from mlgraph.evaluation.protocols import labelling_rate_trials
     from mlgraph.methods.base import dense
-    from mlgraph.protocols import labelling_rate_trials
 
     yeast = load_dataset("yeast", "yeast.arff.gz", "yeast.xml")
     trial = labelling_rate_trials(yeast.n_samples, rates=[0.5], repeats=1, seed=0)[0]
@@ -376,9 +376,9 @@ def bench_mlmrrw_nystrom() -> list[tuple]:
     against one n×n matrix."""
     from threadpoolctl import threadpool_limits
 
+    from mlgraph.evaluation.metrics import average_precision
     from mlgraph.methods import MLMRRW
     from mlgraph.methods.base import dense
-    from mlgraph.metrics import average_precision
 
     tmc = load_dataset("tmc2007-500", "tmc2007-500.arff.gz", "tmc2007-500.xml")
     X = dense(tmc.X)
@@ -426,8 +426,8 @@ def bench_mlmrrw_nystrom_100k() -> list[tuple]:
     matrix (80 GB, which the exact solver would need twice). 2 BLAS threads."""
     from threadpoolctl import threadpool_limits
 
+    from mlgraph.evaluation.metrics import average_precision
     from mlgraph.methods import MLMRRW
-    from mlgraph.metrics import average_precision
 
     rng = np.random.default_rng(0)
     n, n_test, d, q = 100_000, 20_000, 20, 10
@@ -458,7 +458,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 from mlgraph.methods import MLMRRW
 from mlgraph.methods.manifold import _ManifoldRegularization
-from mlgraph.metrics import average_precision
+from mlgraph.evaluation.metrics import average_precision
 n, n_test, search = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 rng = np.random.default_rng(0)                  # the clusters and labels of every size
 d, q = 20, 10
@@ -598,7 +598,7 @@ def bench_mlflow_overhead() -> list[tuple]:
     import mlflow
     from hydra import compose, initialize_config_dir
 
-    from mlgraph.experiment import run_experiment
+    from mlgraph.engine.experiment import run_experiment
 
     conf = ROOT / "conf"
     with tempfile.TemporaryDirectory() as tmp:
@@ -755,7 +755,7 @@ def _paper000_sweeps(repeats: int) -> dict:
     import mlflow
     import pandas as pd
 
-    from mlgraph.tracking import quiet_artifact_downloads
+    from mlgraph.tracking.store import quiet_artifact_downloads
 
     quiet_artifact_downloads()
     found = {"wall": {}, "cpu": {}}
@@ -999,9 +999,9 @@ _BARE_MAIN_JOB = """
 import importlib, json, sys
 spec = json.loads(sys.argv[1])                    # the resolved config, composed by the bench
 from mlgraph.data import load_dataset
-from mlgraph.metrics import METRICS
-from mlgraph.protocols import labelling_rate_trials
-from mlgraph.runner import resolve_parallelism, run_trials
+from mlgraph.evaluation.metrics import METRICS
+from mlgraph.evaluation.protocols import labelling_rate_trials
+from mlgraph.engine.runner import resolve_parallelism, run_trials
 module, name = spec["target"].rsplit(".", 1)
 estimator = getattr(importlib.import_module(module), name)(**spec["params"])
 data = load_dataset(spec["dataset"])
@@ -1021,8 +1021,8 @@ def _main_job_spec(overrides: list[str], cache: str) -> str:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    import mlgraph.tracking  # noqa: F401  (the abspath resolver of the config)
-    from mlgraph.tuning import NON_PARAMETER_KEYS
+    import mlgraph.config  # noqa: F401  (the abspath resolver of the config)
+    from mlgraph.engine.tuning import NON_PARAMETER_KEYS
 
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf")):
         cfg = compose("config", overrides=[*overrides, f"graph_cache={cache}"])
@@ -1045,7 +1045,7 @@ def _main_job_spec(overrides: list[str], cache: str) -> str:
 def bench_main_job_vs_bare(repeats: int = 5) -> list[tuple]:
     """The main job as the user runs it, ``python -m run method=mlmrrw dataset=yeast
     progress=false`` (fresh store and graph cache), against a bare script running the same
-    100 trials with the same estimator and :func:`mlgraph.runner.run_trials`, no Hydra and no
+    100 trials with the same estimator and :func:`mlgraph.engine.runner.run_trials`, no Hydra and no
     MLflow (:data:`_BARE_MAIN_JOB`; its own interpreter, imports and data loading included,
     graph cache in a fresh folder too): wall time of each whole process, interleaved,
     ``repeats`` each, with mlgraph's bytecode compiled first as on a user's second run; the
@@ -1096,7 +1096,7 @@ def bench_gmba_ranking() -> list[tuple]:
     ratio t(2n)/t(n) (2 = linear, 4 = quadratic). One BLAS thread."""
     from threadpoolctl import threadpool_limits
 
-    from mlgraph.selection import GMBA, MLFS
+    from mlgraph.methods.selection import GMBA, MLFS
 
     rows = []
     with threadpool_limits(1):
@@ -1197,7 +1197,7 @@ def _previous_ml2():
 
 def _ml2_half(name: str):
     """(data, X_train, Y_train, X_test) of one random half (the ``halves`` protocol's split)."""
-    from mlgraph.protocols import labelling_rate_trials
+    from mlgraph.evaluation.protocols import labelling_rate_trials
 
     data = load_dataset(name, f"{name}.arff.gz", f"{name}.xml")
     trial = labelling_rate_trials(data.n_samples, rates=[1.0], repeats=1, seed=0, test_size=0.5)[0]
@@ -1509,8 +1509,8 @@ def bench_threads() -> list[tuple]:
     frequency_gender (first fold)."""
     from hydra import compose, initialize_config_dir
 
-    from mlgraph.experiment import prepare
-    from mlgraph.runner import _run_one
+    from mlgraph.engine.experiment import prepare
+    from mlgraph.engine.runner import _run_one
 
     rows = []
     conf = ROOT / "conf"
@@ -1555,8 +1555,8 @@ def bench_dsml() -> list[tuple]:
     from threadpoolctl import threadpool_limits
 
     from mlgraph.data.dual_set import frequency_gender
+    from mlgraph.evaluation.protocols import cross_validation_trials
     from mlgraph.methods import DSML, IndependentDecomposition
-    from mlgraph.protocols import cross_validation_trials
 
     data = frequency_gender()
     trial = cross_validation_trials(data.n_samples, folds=5, seed=0)[0]
@@ -1609,9 +1609,9 @@ def bench_sswl() -> list[tuple]:
 
     from threadpoolctl import threadpool_limits
 
+    from mlgraph.evaluation.protocols import labelling_rate_trials
     from mlgraph.methods import SSWL, weak_label
     from mlgraph.methods.base import dense
-    from mlgraph.protocols import labelling_rate_trials
 
     previous = _previous_sswl_problem()
     rows = []
@@ -1693,8 +1693,8 @@ def bench_tuning_inner(repeats: int = 2) -> list[tuple]:
 
     from hydra import compose, initialize_config_dir
 
-    from mlgraph.experiment import prepare
-    from mlgraph.runner import _run_one
+    from mlgraph.engine.experiment import prepare
+    from mlgraph.engine.runner import _run_one
 
     rows = []
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf")):

@@ -1,13 +1,13 @@
 """Command-line entry: ``python -m run method=mlmrrw dataset=yeast`` (add ``-m`` for sweeps).
 
-A thin Hydra layer over :func:`mlgraph.experiment.run_from_hydra`, which does the work.
+A thin Hydra layer over :func:`mlgraph.engine.experiment.run_from_hydra`, which does the work.
 """
 
 import sys
 from pathlib import Path
 
 from mlgraph.cli import settle_blas_threads
-from mlgraph.tracking_process import start_tracking_process
+from mlgraph.tracking.process import start_tracking_process
 
 settle_blas_threads()  # before numpy loads
 if __name__ == "__main__":  # MLflow's imports, in a process of their own, beside the next ones
@@ -16,9 +16,9 @@ if __name__ == "__main__":  # MLflow's imports, in a process of their own, besid
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-from mlgraph.experiment import run_from_hydra  # noqa: E402
-from mlgraph.runner import quick_exit  # noqa: E402
-from mlgraph.signals import exit_conventionally  # noqa: E402
+from mlgraph.engine.experiment import run_from_hydra  # noqa: E402
+from mlgraph.engine.runner import quick_exit  # noqa: E402
+from mlgraph.processes.signals import exit_conventionally  # noqa: E402
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 

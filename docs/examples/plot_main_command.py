@@ -5,7 +5,7 @@ The main command, from Python
 ``python -m run method=mlmrrw dataset=yeast`` (``mlgraph run ...`` once installed) runs ML-MRRW
 on yeast under paper 000's protocol and records one MLflow run. The same experiment can be
 started from Python: compose the config with Hydra's compose API, with the overrides you would
-type, and hand it to :func:`mlgraph.experiment.run_experiment`. Here with two repetitions at
+type, and hand it to :func:`mlgraph.engine.experiment.run_experiment`. Here with two repetitions at
 three labelling rates instead of ten at ten, so that it takes seconds.
 """
 
@@ -27,8 +27,8 @@ os.environ.setdefault("MLGRAPH_OUTPUT_DIR", tempfile.mkdtemp(prefix="mlgraph-exa
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from mlgraph.cli import CONFIG_DIR
-from mlgraph.experiment import run_experiment
+from mlgraph.config.app import CONFIG_DIR
+from mlgraph.engine.experiment import run_experiment
 
 overrides = [
     "method=mlmrrw",

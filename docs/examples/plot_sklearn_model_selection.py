@@ -41,7 +41,7 @@ print("best:", search.best_params_, round(search.best_score_, 4))
 
 # %%
 # Scores of the refitted best model on the held-out rows:
-from mlgraph import metrics
+from mlgraph.evaluation import metrics
 
 scores = search.decision_function(X_test)
 print("average precision", round(metrics.average_precision(Y_test, scores), 4))
@@ -56,7 +56,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import Pipeline
 
 from mlgraph.methods import BinaryRelevance
-from mlgraph.selection import MLFS
+from mlgraph.methods.selection import MLFS
 
 pipe = Pipeline([("select", MLFS()), ("clf", BinaryRelevance(KNeighborsClassifier(3)))])
 search = GridSearchCV(pipe, {"select__fraction": [0.2, 0.5, 1.0]}, cv=3, scoring="f1_micro")

@@ -17,18 +17,17 @@ import os
 import sys
 from collections.abc import Callable
 from importlib import import_module
-from pathlib import Path
 
-CONFIG_DIR = Path(__file__).resolve().parent / "conf"
+from mlgraph.config.app import CONFIG_DIR, hydra_main  # noqa: F401  (mlgraph.cli.CONFIG_DIR: the config folder)
 
 # name: (module:function taking the composed config, or module:main taking argv, one-line summary)
 COMMANDS = {
-    "run": ("mlgraph.experiment:run_from_hydra", "one tracked experiment, or a sweep with -m"),
-    "report": ("mlgraph.report:build_report", "figures and significance tables of a comparison"),
-    "toy": ("mlgraph.toy:run_toy", "paper 002's ML² toy experiment (Fig. 3), tracked"),
-    "hparams": ("mlgraph.hparams:main", "pick tuned hyper-parameters from an exploration sweep"),
+    "run": ("mlgraph.engine.experiment:run_from_hydra", "one tracked experiment, or a sweep with -m"),
+    "report": ("mlgraph.reporting.report:build_report", "figures and significance tables of a comparison"),
+    "toy": ("mlgraph.engine.toy:run_toy", "paper 002's ML² toy experiment (Fig. 3), tracked"),
+    "hparams": ("mlgraph.reporting.hparams:main", "pick tuned hyper-parameters from an exploration sweep"),
     "reproduce": (
-        "mlgraph.reproduce:main",
+        "mlgraph.reporting.reproduce:main",
         "run a paper's presets and write its HTML report (000 001 002 004)",
     ),
 }
@@ -51,24 +50,6 @@ def settle_blas_threads() -> None:
 def _load(target: str) -> Callable:
     module, name = target.split(":")
     return getattr(import_module(module), name)
-
-
-def hydra_main(task: Callable, argv: list[str], name: str) -> None:
-    """Run ``task(cfg)`` as a Hydra app on the package's primary config with ``argv`` as its
-    command line; its job (log file, ``--help`` text in ``conf/hydra/help/<name>.yaml``) is
-    called ``name`` whatever module ``task`` lives in."""
-    import hydra
-
-    import mlgraph.tracking  # noqa: F401  (registers the abspath resolver used by the config)
-
-    # a preset may put `run` into MULTIRUN mode; the other commands read one config, once
-    single = (
-        ["hydra.mode=RUN"]
-        if name != "run" and not any(a.startswith(("-sc", "--shell")) for a in argv)
-        else []
-    )
-    sys.argv = [sys.argv[0], *argv, f"hydra.job.name={name}", f"hydra/help={name}", *single]
-    hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")(task)()
 
 
 def usage() -> str:
@@ -107,12 +88,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     if argv[0] not in COMMANDS:
         sys.exit(f"mlgraph: unknown command {argv[0]!r}\n\n{usage()}")
-    from mlgraph.tracking_process import start_tracking_process
+    from mlgraph.tracking.process import start_tracking_process
 
     if argv[0] == "run":  # before the next imports, which it makes on its own
         start_tracking_process(argv[1:])
-    from mlgraph.runner import quick_exit
-    from mlgraph.signals import exit_conventionally
+    from mlgraph.engine.runner import quick_exit
+    from mlgraph.processes.signals import exit_conventionally
 
     name, rest = argv[0], argv[1:]
     with exit_conventionally(), quick_exit():

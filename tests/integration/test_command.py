@@ -207,7 +207,7 @@ def test_comparison_preset_and_report_from_mlflow(tmp_path):
 
     env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
     proc = subprocess.run(
-        [sys.executable, "-m", "mlgraph.report", "experiment=ssl_comparison"],
+        [sys.executable, "-m", "mlgraph.reporting.report", "experiment=ssl_comparison"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -246,7 +246,7 @@ def test_feature_fraction_sweep_and_report(tmp_path):
 
     env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
     proc = subprocess.run(
-        [sys.executable, "-m", "mlgraph.report", "experiment=feature_fraction"],
+        [sys.executable, "-m", "mlgraph.reporting.report", "experiment=feature_fraction"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -274,7 +274,12 @@ def test_ml2_halves_protocol_and_toy_experiment(tmp_path):
 
     env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
     proc = subprocess.run(
-        [sys.executable, "-m", "mlgraph.toy"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "mlgraph.engine.toy"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     client, runs = runs_of(tmp_path, "toy")
@@ -306,7 +311,7 @@ def test_dual_set_command_comparison_and_report(tmp_path):
     assert sorted(r.data.tags["method"] for r in runs) == ["dsml", "independent", "mlknn"]
     env = {**os.environ, "MLGRAPH_OUTPUT_DIR": str(tmp_path)}
     proc = subprocess.run(
-        [sys.executable, "-m", "mlgraph.report", "experiment=dsml_comparison"],
+        [sys.executable, "-m", "mlgraph.reporting.report", "experiment=dsml_comparison"],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -8,10 +8,10 @@ from threadpoolctl import threadpool_limits
 
 import mlgraph.methods as methods
 from mlgraph.data import load_dataset
+from mlgraph.engine.runner import label_scores
+from mlgraph.evaluation.metrics import average_precision
+from mlgraph.evaluation.protocols import labelling_rate_trials
 from mlgraph.methods.base import MultiLabelClassifierMixin
-from mlgraph.metrics import average_precision
-from mlgraph.protocols import labelling_rate_trials
-from mlgraph.runner import label_scores
 
 pytestmark = pytest.mark.integration
 

@@ -303,7 +303,7 @@ RACER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     import mlflow
-    from mlgraph.tracking import setup_experiment
+    from mlgraph.tracking.store import setup_experiment
     folder, tries, me = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     for t in range(tries):
         while not (folder / f"go{t}").exists():

@@ -11,10 +11,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from mlgraph.data import load_dataset
-from mlgraph.experiment import DIGEST_LENGTH, model_trial, run_experiment
-from mlgraph.metrics import METRICS
-from mlgraph.protocols import fixed_split_trials, labelling_rate_trials
-from mlgraph.sweep import JobInfo
+from mlgraph.engine.experiment import DIGEST_LENGTH, model_trial, run_experiment
+from mlgraph.engine.sweep import JobInfo
+from mlgraph.evaluation.metrics import METRICS
+from mlgraph.evaluation.protocols import fixed_split_trials, labelling_rate_trials
 
 pytestmark = pytest.mark.integration
 CONF = Path(__file__).resolve().parents[2] / "conf"

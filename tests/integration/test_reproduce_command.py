@@ -11,7 +11,7 @@ import mlflow
 import pandas as pd
 import pytest
 
-from mlgraph import reproduce as reproduce_module
+from mlgraph.reporting import reproduce as reproduce_module
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,7 +24,7 @@ from pathlib import Path
 import mlflow
 import pytest
 
-from mlgraph.metrics import METRICS
+from mlgraph.evaluation.metrics import METRICS
 
 pytestmark = pytest.mark.ui
 

@@ -35,7 +35,7 @@ def test_settle_blas_threads_sets_the_timeout_unless_it_is_set(monkeypatch):
     assert os.environ["OPENBLAS_THREAD_TIMEOUT"] == "28"
 
 
-@pytest.mark.parametrize("module", ["run", "mlgraph.experiment"])
+@pytest.mark.parametrize("module", ["run", "mlgraph.engine.experiment"])
 def test_python_m_run_sets_it_before_numpy_loads_and_a_library_import_does_not(module):
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])

@@ -7,8 +7,8 @@ import sqlite3
 import mlflow
 from threadpoolctl import threadpool_info
 
-from mlgraph import tracking
 from mlgraph.graphs.kernels import thread_pools
+from mlgraph.tracking import store as tracking
 
 
 def schema(db):

@@ -11,8 +11,8 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-import mlgraph.tracking  # noqa: F401  (registers the `abspath` resolver)
-from mlgraph.experiment import make_estimator
+import mlgraph.tracking.store  # noqa: F401  (registers the `abspath` resolver)
+from mlgraph.engine.experiment import make_estimator
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 DATASETS = sorted(p.stem for p in (CONF / "dataset").glob("*.yaml"))

@@ -8,10 +8,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import mlgraph.tracking  # noqa: F401  (the abspath resolver of the configs)
-from mlgraph.config_keys import declared, paragraph, problems
+import mlgraph.config  # noqa: F401  (the abspath resolver of the configs)
+from mlgraph.config.keys import declared, paragraph, problems
 from mlgraph.data import load_dataset
-from mlgraph.experiment import ConfigError, prepare
+from mlgraph.engine.experiment import ConfigError, prepare
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 

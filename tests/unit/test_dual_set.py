@@ -17,6 +17,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from mlgraph.data.dual_set import DualSetDataset, frequency_gender, load_dual_set
 from mlgraph.data.registry import DatasetNotFoundError
+from mlgraph.evaluation.metrics import dual_set_accuracy
 from mlgraph.methods.dual_set import (
     DSML,
     CoOccurrenceDecomposition,
@@ -25,7 +26,6 @@ from mlgraph.methods.dual_set import (
     LabelStacking,
 )
 from mlgraph.methods.rbf_network import RBFNetwork
-from mlgraph.metrics import dual_set_accuracy
 
 
 # --------------------------------------------------------------------------
@@ -447,7 +447,7 @@ def test_numeric_csv_targets_are_ordered_as_numbers(tmp_path):
 def test_dual_set_arff_config_loads_the_fixture():
     from omegaconf import OmegaConf
 
-    from mlgraph.experiment import load_from_config
+    from mlgraph.engine.experiment import load_from_config
 
     cfg = OmegaConf.load(Path(__file__).parents[2] / "conf" / "dataset" / "dual_set_arff.yaml")
     cfg.pop("defaults")

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from mlgraph import report as R
+from mlgraph.evaluation import figures as R
 
 PAPER000 = list(R.PAPER000)
 HERE = Path(__file__).resolve().parent

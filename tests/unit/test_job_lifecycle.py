@@ -11,10 +11,10 @@ import mlflow
 import numpy as np
 import pandas as pd
 
-from mlgraph.experiment import Checkpoint, finished_trials
-from mlgraph.launcher import _dead_message, death_cause
-from mlgraph.sweep import signal_delay
-from mlgraph.tracking import setup_experiment
+from mlgraph.engine.experiment import Checkpoint, finished_trials
+from mlgraph.engine.launcher import _dead_message, death_cause
+from mlgraph.engine.sweep import signal_delay
+from mlgraph.tracking.store import setup_experiment
 
 
 def test_a_dead_worker_is_named_with_how_it_died_and_what_to_run():

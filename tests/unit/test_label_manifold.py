@@ -14,11 +14,11 @@ from threadpoolctl import threadpool_limits
 
 import mlgraph.methods.label_manifold as label_manifold_module
 from mlgraph.data import load_dataset
+from mlgraph.engine.toy import plot_toy, toy_experiment
+from mlgraph.evaluation.metrics import average_precision, hamming_loss
+from mlgraph.evaluation.protocols import labelling_rate_trials
 from mlgraph.graphs import squared_distances
 from mlgraph.methods.label_manifold import ML2, label_manifold, lle_weights, sign_msvr, sign_msvr_objective
-from mlgraph.metrics import average_precision, hamming_loss
-from mlgraph.protocols import labelling_rate_trials
-from mlgraph.toy import plot_toy, toy_experiment
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -171,7 +171,7 @@ def test_spawned_label_workers_receive_the_qp(monkeypatch):
     pickled: the same μ as the forked ones."""
     from threadpoolctl import threadpool_limits
 
-    import mlgraph.workers as workers_module
+    import mlgraph.processes.workers as workers_module
 
     monkeypatch.setattr(label_manifold_module, "_SPLIT_WORK", 0)
     W, Y, _ = _qp_problem(n=80, q=4, k=8, seed=3)

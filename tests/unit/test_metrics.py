@@ -1,4 +1,4 @@
-"""Tests for mlgraph.metrics: hand-worked values for every convention, a literal port of
+"""Tests for mlgraph.evaluation.metrics: hand-worked values for every convention, a literal port of
 MULAN's measures, scikit-learn parity where the definitions coincide, and edge cases."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from sklearn import metrics as skm
 from sklearn.exceptions import UndefinedMetricWarning
 
-from mlgraph import metrics as M
+from mlgraph.evaluation import metrics as M
 
 RANKING = [M.average_precision, M.one_error, M.coverage, M.ranking_loss]
 EXAMPLE_BASED = [M.subset_accuracy, M.example_precision, M.example_recall, M.example_f1, M.jaccard]

@@ -9,7 +9,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from mlgraph.optuna_search import OptunaSearch, distribution, objective_value, search_space
+from mlgraph.engine.optuna_search import OptunaSearch, distribution, objective_value, search_space
 
 
 def _one(text):

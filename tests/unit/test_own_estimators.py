@@ -12,11 +12,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.multioutput import MultiOutputClassifier
 from sklearn.neighbors import KNeighborsClassifier
 
+from mlgraph.engine.runner import _run_one, label_scores, unavailable_scores_note
+from mlgraph.evaluation.metrics import average_precision
+from mlgraph.evaluation.protocols import Trial
 from mlgraph.methods import MLMR, MLkNN
 from mlgraph.methods.labelled_only import LabelledOnly, check_target, with_unlabelled_rule
-from mlgraph.metrics import average_precision
-from mlgraph.protocols import Trial
-from mlgraph.runner import _run_one, label_scores, unavailable_scores_note
 
 
 def _data(n=90, q=3, seed=0):

@@ -10,12 +10,12 @@ from hydra.errors import MissingConfigException
 from omegaconf import OmegaConf
 from sklearn.pipeline import Pipeline
 
-import mlgraph.tracking  # noqa: F401  (registers the `abspath` resolver)
-from mlgraph import metrics as M
+import mlgraph.tracking.store  # noqa: F401  (registers the `abspath` resolver)
+from mlgraph.config.profiles import PROFILES, check_data, configure, get_profile
 from mlgraph.data import MultiLabelDataset
-from mlgraph.experiment import ConfigError, make_estimator, prepare
+from mlgraph.engine.experiment import ConfigError, make_estimator, prepare
+from mlgraph.evaluation import metrics as M
 from mlgraph.methods import MLMR, BinaryRelevance, KNNClassifier, MLkNN
-from mlgraph.profiles import PROFILES, check_data, configure, get_profile
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mlgraph.protocols import labelling_rate_trials
+from mlgraph.evaluation.protocols import labelling_rate_trials
 
 
 def test_sizes_disjointness_and_rates():
@@ -70,7 +70,7 @@ def test_targets_mark_unlabelled_rows():
 
 
 def test_cross_validation_folds_partition_the_data_and_are_reproducible():
-    from mlgraph.protocols import cross_validation_trials
+    from mlgraph.evaluation.protocols import cross_validation_trials
 
     trials = cross_validation_trials(103, folds=10, seed=3)
     assert len(trials) == 10 and all(t.rate == 1.0 and t.labelled.all() for t in trials)
@@ -85,7 +85,7 @@ def test_cross_validation_folds_partition_the_data_and_are_reproducible():
 
 
 def test_cross_validation_random_draws_for_large_sets():
-    from mlgraph.protocols import cross_validation_trials
+    from mlgraph.evaluation.protocols import cross_validation_trials
 
     trials = cross_validation_trials(7395, seed=0, train_size=1800, test_size=0.1, repeats=10)
     assert len(trials) == 10
@@ -98,7 +98,7 @@ def test_cross_validation_random_draws_for_large_sets():
 
 
 # --------------------------------------------------------------- iterative stratification
-from mlgraph.protocols import (  # noqa: E402
+from mlgraph.evaluation.protocols import (  # noqa: E402
     cross_validation_trials,
     fixed_split_trials,
     protocol_inputs,
@@ -237,8 +237,8 @@ def test_protocol_inputs_follow_the_protocol_signature():
     class Data:
         n_samples, Y, n_train = 10, np.zeros((10, 2)), 6
 
-    ssl = {"_target_": "mlgraph.protocols.labelling_rate_trials"}
-    fixed = {"_target_": "mlgraph.protocols.fixed_split_trials"}
+    ssl = {"_target_": "mlgraph.evaluation.protocols.labelling_rate_trials"}
+    fixed = {"_target_": "mlgraph.evaluation.protocols.fixed_split_trials"}
     assert set(protocol_inputs(ssl, Data())) == {"n_samples", "Y"}
     assert protocol_inputs(fixed, Data()) == {"n_samples": 10, "n_train": 6}
     assert uses_fixed_split(fixed) and not uses_fixed_split(ssl)

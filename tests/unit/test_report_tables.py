@@ -1,5 +1,5 @@
 """Tests for paper 002's table report: the transcription of its Tables 2/3 (package data) and
-:func:`mlgraph.report.table_report` on hand-built runs (the columns ``latest_runs`` returns)."""
+:func:`mlgraph.reporting.report.table_report` on hand-built runs (the columns ``latest_runs`` returns)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mlgraph import report as R
+from mlgraph.reporting import report as R
 
 METHODS = ["ml2", "br", "clr", "ecc", "rakel"]
 
@@ -139,7 +139,7 @@ def test_fully_supervised_detection():
         [("yeast", "br", {})],
         **{
             "params.protocol.rates": None,
-            "params.protocol._target_": "mlgraph.protocols.cross_validation_trials",
+            "params.protocol._target_": "mlgraph.evaluation.protocols.cross_validation_trials",
         },
     )
     assert R.fully_supervised(cv)

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlgraph import reproduce as P
-from mlgraph.metrics import DUAL_SET_METRICS, METRICS
-from mlgraph.report import STYLES
+from mlgraph.evaluation.figures import STYLES
+from mlgraph.evaluation.metrics import DUAL_SET_METRICS, METRICS
+from mlgraph.reporting import reproduce as P
 
 
 def _paper_text(paper: str) -> str | None:

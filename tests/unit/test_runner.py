@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator
 
-from mlgraph.protocols import labelling_rate_trials
-from mlgraph.runner import Parallelism, resolve_parallelism, run_trials, summarise
+from mlgraph.engine.runner import Parallelism, resolve_parallelism, run_trials, summarise
+from mlgraph.evaluation.protocols import labelling_rate_trials
 
 
 class ColumnMeans(BaseEstimator):

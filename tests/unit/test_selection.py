@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.feature_selection import f_classif
 
-from mlgraph.selection import (
+from mlgraph.methods.selection import (
     GMBA,
     MLFS,
     MLRF,

@@ -6,11 +6,11 @@ from omegaconf import OmegaConf
 from sklearn.base import clone
 
 from mlgraph.data import load_dataset
-from mlgraph.experiment import make_estimator
-from mlgraph.metrics import METRICS
-from mlgraph.protocols import labelling_rate_trials
-from mlgraph.runner import run_trials
-from mlgraph.selection import GMBA, MLFS, MLRF, SPEC
+from mlgraph.engine.experiment import make_estimator
+from mlgraph.engine.runner import run_trials
+from mlgraph.evaluation.metrics import METRICS
+from mlgraph.evaluation.protocols import labelling_rate_trials
+from mlgraph.methods.selection import GMBA, MLFS, MLRF, SPEC
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_br_knn_with_gmba_under_the_ssl_protocol():
         }
     )
     selector = OmegaConf.create(
-        {"_target_": "mlgraph.selection.GMBA", "name": "gmba", "fraction": 0.3, "random_state": 0}
+        {"_target_": "mlgraph.methods.selection.GMBA", "name": "gmba", "fraction": 0.3, "random_state": 0}
     )
     pipeline = make_estimator(method, selector, normalise=True)
     trials = labelling_rate_trials(data.n_samples, rates=[0.1, 0.3], repeats=1, seed=0)

@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from mlgraph.side_by_side import compare, significant_pairs
+from mlgraph.reporting.side_by_side import compare, significant_pairs
 
 
 def _trials(shift: dict, seed=0):

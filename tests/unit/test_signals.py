@@ -1,4 +1,4 @@
-"""Signal handling of launcher worker processes (mlgraph.signals)."""
+"""Signal handling of launcher worker processes (mlgraph.processes.signals)."""
 
 import os
 import signal
@@ -7,7 +7,7 @@ import pytest
 from joblib.externals.loky import ProcessPoolExecutor
 from joblib.externals.loky.process_executor import TerminatedWorkerError
 
-from mlgraph import signals
+from mlgraph.processes import signals
 
 
 def _job(signum: int, between_jobs: bool) -> None:

@@ -22,8 +22,8 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import get_tags
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from mlgraph import metrics
 from mlgraph.data import load_dataset
+from mlgraph.evaluation import metrics
 from mlgraph.methods import (
     BPMLL,
     DSML,
@@ -48,7 +48,7 @@ from mlgraph.methods import (
     RBFNetwork,
     labelled_scorer,
 )
-from mlgraph.selection import MLFS
+from mlgraph.methods.selection import MLFS
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "method"
 KNN = KNeighborsClassifier(n_neighbors=5)

@@ -87,11 +87,13 @@ def test_missing_files_are_named(tmp_path):
 
 
 def test_fixed_protocol_refuses_dual_set_data():
-    from mlgraph.experiment import load_from_config
+    from mlgraph.engine.experiment import load_from_config
 
     dataset = OmegaConf.create({"_target_": "mlgraph.data.dual_set.frequency_gender", "name": "fg"})
     with pytest.raises(ValueError, match="protocol=fixed"):
-        load_from_config(dataset, OmegaConf.create({"_target_": "mlgraph.protocols.fixed_split_trials"}))
+        load_from_config(
+            dataset, OmegaConf.create({"_target_": "mlgraph.evaluation.protocols.fixed_split_trials"})
+        )
 
 
 @pytest.mark.parametrize(
@@ -110,9 +112,9 @@ def test_protocols_from_the_composed_config(overrides, n_trials, sizes):
     from hydra import compose, initialize_config_dir
     from hydra.utils import call
 
-    import mlgraph.tracking  # noqa: F401  (the `abspath` resolver)
-    from mlgraph.experiment import load_from_config
-    from mlgraph.protocols import protocol_inputs
+    import mlgraph.tracking.store  # noqa: F401  (the `abspath` resolver)
+    from mlgraph.engine.experiment import load_from_config
+    from mlgraph.evaluation.protocols import protocol_inputs
 
     if "protocol=fixed" in overrides:
         local_dataset("emotions", "train", "test")

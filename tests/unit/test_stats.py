@@ -1,4 +1,4 @@
-"""Tests for mlgraph.stats: paper 000 Eq. 25/26, Iman-Davenport, Nemenyi / Bonferroni-Dunn
+"""Tests for mlgraph.evaluation.stats: paper 000 Eq. 25/26, Iman-Davenport, Nemenyi / Bonferroni-Dunn
 against Demšar (2006), scipy / scikit-posthocs parity, signs and the CD diagram."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import scikit_posthocs as skp
 from matplotlib.figure import Figure
 from scipy import stats as ss
 
-from mlgraph import stats as S
+from mlgraph.evaluation import stats as S
 
 PAPER_METHODS = ["MLkNN", "ML-GFHF", "ML-LGC", "ML-FSKSC", "SSWL", "ML-MR", "ML-MRRW"]
 
@@ -296,7 +296,7 @@ def test_rank_sum_differences_paper_numbering():
 # --------------------------------------------------------------------------
 def test_friedman_and_posthoc_tables():
     ap = random_scores(4, trend=0.1)
-    hl = 1.0 - ap  # a loss with the same information: direction taken from mlgraph.metrics.METRICS
+    hl = 1.0 - ap  # a loss with the same information: direction taken from mlgraph.evaluation.metrics.METRICS
     tables = {"avg_precision": ap, "micro_f1": random_scores(5, trend=0.05), "hamming_loss": hl}
 
     ft = S.friedman_table(tables)

@@ -5,7 +5,7 @@ import errno
 import pytest
 import sqlalchemy.exc
 
-from mlgraph.tracking import StorageError, check_writable, storage_problem
+from mlgraph.tracking.store import StorageError, check_writable, storage_problem
 
 
 def test_a_file_in_the_way_of_the_output_folder_is_named(tmp_path):

@@ -9,9 +9,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from mlgraph.experiment import AllTrialsFailed, ConfigError, run_experiment
-from mlgraph.runner import Parallelism, resolve_parallelism
-from mlgraph.sweep import (
+from mlgraph.engine.experiment import AllTrialsFailed, ConfigError, run_experiment
+from mlgraph.engine.runner import Parallelism, resolve_parallelism
+from mlgraph.engine.sweep import (
     ENV_JOBS,
     JobInfo,
     SweepProgress,
@@ -21,7 +21,7 @@ from mlgraph.sweep import (
     sweep_size,
     swept_keys,
 )
-from mlgraph.tracking import canonical, config_hash
+from mlgraph.tracking.store import canonical, config_hash
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from mlgraph.hparams import hparams_yaml, select
-from mlgraph.tracking import config_params, flatten, log_batch, log_dataset, setup_experiment
+from mlgraph.reporting.hparams import hparams_yaml, select
+from mlgraph.tracking.store import config_params, flatten, log_batch, log_dataset, setup_experiment
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from mlgraph import tracking_process
-from mlgraph.tracking import TrackingUnavailable, setup_experiment
-from mlgraph.tracking_process import start_tracking_process, stop_tracking_process, tracked
+from mlgraph.tracking import process as tracking_process
+from mlgraph.tracking.process import start_tracking_process, stop_tracking_process, tracked
+from mlgraph.tracking.store import TrackingUnavailable, setup_experiment
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Nested selection inside a trial (mlgraph.tuning): folds on labelled training rows only, the
+"""Nested selection inside a trial (mlgraph.engine.tuning): folds on labelled training rows only, the
 validation labels hidden, test rows never seen, the right grid point, bad input before trials."""
 
 import logging
@@ -10,13 +10,13 @@ import pytest
 from hydra import compose, initialize_config_dir
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from mlgraph.cache import SharedWork
-from mlgraph.experiment import ConfigError, prepare
+from mlgraph.engine.experiment import ConfigError, prepare
+from mlgraph.engine.runner import _run_one
+from mlgraph.engine.tuning import InnerSelection, choice_counts, log_choices
+from mlgraph.evaluation.protocols import Trial
+from mlgraph.graphs.cache import SharedWork
 from mlgraph.methods import MLMRRW
-from mlgraph.protocols import Trial
-from mlgraph.runner import _run_one
-from mlgraph.tracking import config_hash
-from mlgraph.tuning import InnerSelection, choice_counts, log_choices
+from mlgraph.tracking.store import config_hash
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 SEEN: list = []  # what each fit of Spy received: (row ids, Y)
@@ -174,7 +174,7 @@ def test_plan_carries_the_selection_and_describes_it():
 
 
 def test_degenerate_inner_folds_warn_once_with_the_rule(caplog):
-    with caplog.at_level(logging.WARNING, logger="mlgraph.tuning"):
+    with caplog.at_level(logging.WARNING, logger="mlgraph.engine.tuning"):
         _prepare("tuning=inner", "method=mlknn", "protocol.rates=[0.01]", "protocol.repeats=3")
     warnings = [r for r in caplog.records if "inner fold" in r.getMessage()]
     assert len(warnings) == 1

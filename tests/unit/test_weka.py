@@ -23,8 +23,8 @@ from weka_port import (
     weka_sq_distances,
 )
 
-from mlgraph import metrics as M
 from mlgraph.data import load_mulan
+from mlgraph.evaluation import metrics as M
 from mlgraph.methods import KNNClassifier, MLkNN
 from mlgraph.methods.weka import WekaEuclidean, weka_neighbours
 

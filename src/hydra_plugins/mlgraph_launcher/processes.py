@@ -1,4 +1,4 @@
-"""``hydra/launcher=processes``: sweep jobs in worker processes of their own (mlgraph.launcher).
+"""``hydra/launcher=processes``: sweep jobs in worker processes of their own (mlgraph.engine.launcher).
 
 Kept light: Hydra imports every module of ``hydra_plugins`` when it starts.
 """
@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 
 class ProcessLauncher(Launcher):
     """Runs a sweep's jobs in reusable worker processes, ``n_jobs`` at once (-1: one per core);
-    a worker that dies costs its own job only (see :mod:`mlgraph.launcher`)."""
+    a worker that dies costs its own job only (see :mod:`mlgraph.engine.launcher`)."""
 
     def __init__(self, n_jobs: int = -1) -> None:
         self.n_jobs = n_jobs
@@ -27,6 +27,6 @@ class ProcessLauncher(Launcher):
         self.config, self.task_function, self.hydra_context = config, task_function, hydra_context
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from mlgraph.launcher import launch
+        from mlgraph.engine.launcher import launch
 
         return launch(self, job_overrides, initial_job_idx)

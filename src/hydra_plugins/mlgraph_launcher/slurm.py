@@ -3,7 +3,7 @@
 SLURM signals a job ``signal_delay_s`` before its time limit (``--signal=USR2@...``; up to 60 s
 earlier still, its timers being coarse), and submitit then requeues it, where it resumes its run.
 A delay that is not well below the limit leaves each requeued slot no time to work, so the delay
-is kept to at most a quarter of the limit (:func:`mlgraph.sweep.signal_delay`), with a warning.
+is kept to at most a quarter of the limit (:func:`mlgraph.engine.sweep.signal_delay`), with a warning.
 Once a job's work is done, the signal is ignored (:meth:`SlurmLauncher.__call__`).
 """
 
@@ -23,7 +23,7 @@ if _SubmititSlurm is not None:
         """The SLURM launcher, its ``signal_delay_s`` checked against ``timeout_min``."""
 
         def __init__(self, **params: Any) -> None:
-            from mlgraph.sweep import signal_delay
+            from mlgraph.engine.sweep import signal_delay
 
             if "timeout_min" in params and "signal_delay_s" in params:
                 params["signal_delay_s"] = signal_delay(params["timeout_min"], params["signal_delay_s"])

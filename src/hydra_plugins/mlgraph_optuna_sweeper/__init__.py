@@ -1,1 +1,1 @@
-"""mlgraph's Optuna sweeper for Hydra (``hydra/sweeper=optuna``); see :mod:`mlgraph.optuna_search`."""
+"""mlgraph's Optuna sweeper for Hydra (``hydra/sweeper=optuna``); see :mod:`mlgraph.engine.optuna_search`."""

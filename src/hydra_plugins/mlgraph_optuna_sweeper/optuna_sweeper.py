@@ -1,5 +1,5 @@
 """The Hydra plugin class of ``hydra/sweeper=optuna`` (Hydra instantiates sweepers only from the
-``hydra_plugins`` package); the work is :class:`mlgraph.optuna_search.OptunaSearch`."""
+``hydra_plugins`` package); the work is :class:`mlgraph.engine.optuna_search.OptunaSearch`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ class OptunaSweeper(Sweeper):
     """Optuna (TPE by default) over Hydra jobs, each an MLflow run under the sweep's parent."""
 
     def __init__(self, **options: Any) -> None:
-        from mlgraph.optuna_search import OptunaSearch
+        from mlgraph.engine.optuna_search import OptunaSearch
 
         self.search = OptunaSearch(**options)
 

@@ -14,7 +14,7 @@ q arrays ``[0, 1]``, ``n_features_in_`` (and ``feature_names_in_`` for a DataFra
 multi-label, sparse input accepted. So ``GridSearchCV``/``cross_validate`` work with the
 multi-label scorers of scikit-learn (``"f1_micro"``, ``"f1_macro"``, ``"average_precision"``,
 ``"roc_auc"``, which use ``predict`` or ``decision_function``) and with the project's metrics,
-e.g. ``make_scorer(mlgraph.metrics.average_precision, response_method="decision_function")``.
+e.g. ``make_scorer(mlgraph.evaluation.metrics.average_precision, response_method="decision_function")``.
 
 Grid search with unlabelled rows: every estimator accepts rows of −1 in ``Y`` (the
 semi-supervised ones ML-MR, ML-MRRW, GFHF, LGC, FSKSC and SSWL use them, the supervised ones drop
@@ -42,8 +42,8 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, validate_data
 
-from mlgraph.cache import SharedWork, cache_folder, cached, shared
 from mlgraph.graphs import build_graph, median_sigma
+from mlgraph.graphs.cache import SharedWork, cache_folder, cached, shared
 from mlgraph.graphs.sparsify import knn_neighbours, knn_pairs_from
 
 
@@ -210,7 +210,7 @@ def standardisation(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def cached_graph(memory, X: np.ndarray, **params) -> tuple[sp.csr_matrix, dict]:
-    """:func:`mlgraph.graphs.build_graph` through the graph cache of :mod:`mlgraph.cache` in
+    """:func:`mlgraph.graphs.build_graph` through the graph cache of :mod:`mlgraph.graphs.cache` in
     folder ``memory`` (a str or path, a ``joblib.Memory`` whose ``location`` is the folder, or
     None for no cache), keyed by the content of ``X``, ``params`` and the source of
     ``mlgraph.graphs`` (and everything it imports): the weight matrix W and the graph's
@@ -274,7 +274,7 @@ def order_free_knn_pairs(memory, X: np.ndarray, Xs: np.ndarray, k: int):
 
 def shared_median_sigma(memory, X: np.ndarray, random_state, sqdist: np.ndarray | None = None) -> float:
     """:func:`mlgraph.graphs.median_sigma` of ``X``, computed once per
-    :class:`~mlgraph.cache.SharedWork` ``memory`` (the grid points and inner folds of a nested
+    :class:`~mlgraph.graphs.cache.SharedWork` ``memory`` (the grid points and inner folds of a nested
     selection fit on the same rows), else directly."""
     return shared(
         memory,

@@ -5,7 +5,7 @@ All estimators here share one convention: ``fit(X, Y)`` with ``Y`` the n × 2 ar
 labels (column 0: set a, column 1: set b; any hashable values, e.g. the class indices of
 :class:`mlgraph.data.dual_set.DualSetDataset`, whose ``Y`` property is this array);
 ``predict(X)`` returns the n × 2 array of predicted labels; ``score(X, Y)`` is Accuracy-all of
-Definition 4 (:func:`mlgraph.metrics.dual_set_accuracy` gives all three accuracies).
+Definition 4 (:func:`mlgraph.evaluation.metrics.dual_set_accuracy` gives all three accuracies).
 
 DSML (Algorithm 1)
 ------------------
@@ -82,9 +82,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.model_selection import cross_val_predict
 from sklearn.utils.validation import check_array, check_is_fitted, has_fit_parameter
 
+from mlgraph.evaluation.metrics import dual_set_accuracy
 from mlgraph.methods.base import check_params, fitted_data, fitted_features, positive, positive_int
 from mlgraph.methods.rbf_network import MLRBF, RBFNetwork
-from mlgraph.metrics import dual_set_accuracy
 
 __all__ = [
     "DSML",

@@ -175,7 +175,7 @@ from mlgraph.methods.base import (
     positive_int,
     standardisation,
 )
-from mlgraph.workers import forked
+from mlgraph.processes.workers import forked
 
 __all__ = ["ML2", "SignMSVR", "label_manifold", "lle_weights", "sign_msvr", "sign_msvr_objective"]
 
@@ -603,7 +603,7 @@ def _adopt(qp: _QP) -> None:
 
 def _in_workers(qp: _QP, fn, parts: list, workers: int) -> list:
     """``[fn(part) for part in parts]`` in ``workers`` processes that solve the QPs of ``qp``
-    (the parts handed out as workers free up), from :func:`mlgraph.workers.forked`. On Linux
+    (the parts handed out as workers free up), from :func:`mlgraph.processes.workers.forked`. On Linux
     they are forked: they share the parent's imports and its M, P and float32 copies, made once
     with the parent's threads, without a copy (loky workers each imported mlgraph, 1.5 s, and
     built M and P again, 2.1 s on a bibtex half). Elsewhere they are spawned and receive ``qp``

@@ -106,8 +106,8 @@ from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
 
-from mlgraph.cache import SharedWork, shared
 from mlgraph.graphs import KINDS, SEARCHES, WEIGHTS, gaussian_kernel, laplacian, squared_distances
+from mlgraph.graphs.cache import SharedWork, shared
 from mlgraph.graphs.kernels import blas_threads, buffer, exp_scaled, matmul, one_blas_thread, row_blocks
 from mlgraph.graphs.sparsify import check_k, graph_from_pairs, unique_pairs
 from mlgraph.methods.base import (
@@ -403,7 +403,7 @@ class _ManifoldRegularization(ScoreThresholdMixin, MultiLabelClassifierMixin, Ba
         return self.graph_
 
     def _shared_kernel_and_graph(self, Xs: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
-        """K (Eq. 5) and W (Eq. 6–10) when ``memory`` is a :class:`~mlgraph.cache.SharedWork`
+        """K (Eq. 5) and W (Eq. 6–10) when ``memory`` is a :class:`~mlgraph.graphs.cache.SharedWork`
         (nested selection: many fits on the same rows): the squared distances and each σ's
         kernel are computed once and shared, and never written (the kNN selection restores what
         it marks)."""

@@ -16,16 +16,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from mlgraph import stats
-from mlgraph.metrics import METRICS
-from mlgraph.report import _artifact_table, latest_runs, markdown, method_label, score_tables
+from mlgraph.evaluation import stats
+from mlgraph.evaluation.figures import method_label
+from mlgraph.evaluation.metrics import METRICS
+from mlgraph.reporting.runs import artifact_table, latest_runs, markdown, score_tables
 
 
 def _trials(runs: pd.DataFrame) -> dict[str, dict[str, pd.DataFrame]]:
     """dataset -> method label -> trials.csv of the run."""
     out: dict[str, dict[str, pd.DataFrame]] = {}
     for run_id, dataset, method in zip(runs.run_id, runs["tags.dataset"], runs["tags.method"], strict=True):
-        out.setdefault(dataset, {})[method_label(method)] = _artifact_table(run_id, "trials.csv")
+        out.setdefault(dataset, {})[method_label(method)] = artifact_table(run_id, "trials.csv")
     return out
 
 

@@ -3,7 +3,7 @@
 The sweeper asks an Optuna study (TPE by default) for ``n_jobs`` parameter settings at a time,
 runs each as one Hydra job through the configured launcher (``processes`` on one
 machine, SLURM on a cluster), so that each is one MLflow run nested under the sweep's parent run
-(:class:`mlgraph.sweep.SweepCallback`), and tells the study each job's objective: the mean of a
+(:class:`mlgraph.engine.sweep.SweepCallback`), and tells the study each job's objective: the mean of a
 metric over the job's successful trials (``avg_precision`` by default, its direction known), the
 run's ``<metric>_overall``. Presets run it on the ``explore`` protocol (a 30 % subsample, seed
 1000), so the search never reads the evaluation seeds' test rows.
@@ -111,12 +111,12 @@ class OptunaSearch:
         objective: str = "avg_precision",
         params: Mapping | None = None,
     ) -> None:
-        from mlgraph.metrics import METRICS
+        from mlgraph.evaluation.metrics import METRICS
 
         if objective not in METRICS:
             raise ValueError(
                 f"hydra.sweeper.objective={objective!r} is not valid: it must be a metric of "
-                f"mlgraph.metrics ({', '.join(METRICS)})."
+                f"mlgraph.evaluation.metrics ({', '.join(METRICS)})."
             )
         if direction not in (None, "maximize", "minimize"):
             raise ValueError(
@@ -144,7 +144,7 @@ class OptunaSearch:
     def _study(self):
         import optuna
 
-        from mlgraph.sweep import ENV_SWEEP
+        from mlgraph.engine.sweep import ENV_SWEEP
 
         name = self.study_name or f"{self.config.tracking.experiment}-{os.environ.get(ENV_SWEEP, 'sweep')}"
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -266,7 +266,7 @@ class OptunaSearch:
         OmegaConf.save(OmegaConf.create(results), folder / "optimization_results.yaml")
 
     def _tag_parent(self, tags: dict[str, str]) -> None:
-        from mlgraph.sweep import ENV_PARENT
+        from mlgraph.engine.sweep import ENV_PARENT
 
         parent = os.environ.get(ENV_PARENT)
         if parent:

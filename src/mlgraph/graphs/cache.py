@@ -45,7 +45,7 @@ import sklearn
 __all__ = ["SharedWork", "cache_folder", "cached", "entry_key", "shared", "source_files", "source_hash"]
 
 FORMAT = 1  # layout of an entry; part of the key
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parents[1]  # the mlgraph package
 _SPARSE = ("csr_matrix", "csc_matrix", "csr_array", "csc_array")
 _META = "__meta__"
 # What reading a damaged or foreign file can raise: each means "recompute".
@@ -64,7 +64,7 @@ _UNREADABLE = (
 class SharedWork:
     """An in-process store of computed entries, under the keys of the disk cache, for work that
     many fits on the same rows repeat (the grid points and inner folds of a nested selection,
-    :mod:`mlgraph.tuning`: distances, graphs, kernels). Given as an estimator's ``memory``, it
+    :mod:`mlgraph.engine.tuning`: distances, graphs, kernels). Given as an estimator's ``memory``, it
     answers :func:`cached` (graphs; on disk too when ``folder`` is set) and :func:`shared`
     (entries too large for disk, kept here only). Every fit given the same store receives the
     same arrays: a caller that works in place on one copies it first. The oldest entries go

@@ -12,7 +12,7 @@ that sees the trial's **labelled training rows only**:
    unlabelled training row, a transductive one propagates over the training rows only, and a
    supervised one drops the hidden rows as it drops every −1 row. Test rows are never part of
    an inner fit, not even as unlabelled rows.
-3. The fold's rows are scored by ``tuning.metric`` (any metric of :mod:`mlgraph.metrics`, its
+3. The fold's rows are scored by ``tuning.metric`` (any metric of :mod:`mlgraph.evaluation.metrics`, its
    direction known; average precision by default), with the run's metric options; the grid
    point with the best mean over folds wins, ties to the earlier point in the order of the
    ``search`` lists.
@@ -30,7 +30,7 @@ labelled) scores NaN for that grid point and fold, like an undefined metric; the
 them (``tuning_failed_fits``, ``tuning_first_failure``).
 
 Shared work: every inner fit of a trial uses the same training rows, so an estimator with a
-``memory`` parameter gets one :class:`mlgraph.cache.SharedWork` store per trial: distances, σ,
+``memory`` parameter gets one :class:`mlgraph.graphs.cache.SharedWork` store per trial: distances, σ,
 graphs and (ML-MR, ML-MRRW) each σ's kernel are computed once for all grid points, folds and
 the refit. Grid points are visited in the order of the ``search`` lists (first key slowest),
 folds innermost, so put the parameters that change the graph or kernel (``sigma_scale``, ``k``)
@@ -58,9 +58,9 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 from sklearn.base import clone
 
-from mlgraph.cache import SharedWork
-from mlgraph.metrics import METRICS
-from mlgraph.protocols import STRATIFY, Trial, cross_validation_trials, rate_step
+from mlgraph.evaluation.metrics import METRICS
+from mlgraph.evaluation.protocols import STRATIFY, Trial, cross_validation_trials, rate_step
+from mlgraph.graphs.cache import SharedWork
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ class InnerSelection:
         return [Trial(rate, f.repetition, labelled[f.train], labelled[f.test], f.labelled) for f in folds]
 
     def _fold_score(self, model, X, Y_train, fold: Trial) -> float:
-        from mlgraph.runner import evaluate_scores, label_scores
+        from mlgraph.engine.runner import evaluate_scores, label_scores
 
         hidden = Y_train.copy()
         hidden[fold.test] = -1
@@ -368,7 +368,7 @@ def log_choices(table: pd.DataFrame, run_dir: Path, title: str) -> tuple[list[Pa
     counts = choice_counts(table)
     if counts.empty:
         return [], {}
-    from mlgraph.report import save_figure
+    from mlgraph.evaluation.figures import save_figure
 
     counts.to_csv(run_dir / "tuned_values.csv", index=False)
     figures = save_figure(plot_choices(counts, title), run_dir / "tuned_values.png")
@@ -380,12 +380,3 @@ def log_choices(table: pd.DataFrame, run_dir: Path, title: str) -> tuple[list[Pa
         for param, g in overall.groupby("parameter", sort=False)
     }
     return [run_dir / "tuned_values.csv", *figures], tags
-
-
-def is_result_neutral(key: str, cfg: DictConfig) -> bool:
-    """Whether flattened config key ``key`` cannot change a run's numbers: with ``tuning=none``
-    the search space and the tuning options are never read."""
-    tuning = cfg.get("tuning") or {}
-    if tuning.get("kind", "none") != "none":
-        return False
-    return key.startswith(("method.search.", "tuning.")) or key == "method.search"

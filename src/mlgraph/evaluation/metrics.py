@@ -9,7 +9,7 @@ when ``P_i`` is empty and *full* when every label is relevant.
 Profiles
 --------
 Each rule below that differs between tools is an option; a *profile*
-(:mod:`mlgraph.profiles`, ``evaluate(..., profile=...)``, ``profile=`` on the command line)
+(:mod:`mlgraph.config.profiles`, ``evaluate(..., profile=...)``, ``profile=`` on the command line)
 sets them all at once:
 
 - ``profile="mlgraph"`` (the defaults): ``empty_rows="mulan"``, ``ties="mulan"``,
@@ -663,7 +663,7 @@ def evaluate(
 
     ``scores`` (finite) and ``Y_pred`` (binary) must have the shape of ``Y``;
     either may be None when no requested metric needs it.  ``profile``
-    (``"mlgraph"`` or ``"mulan"``, :mod:`mlgraph.profiles`) sets ``empty_rows``
+    (``"mlgraph"`` or ``"mulan"``, :mod:`mlgraph.config.profiles`) sets ``empty_rows``
     and ``ties`` (ranking metrics), ``zero_division`` (F1s) and
     ``auc_single_class`` (macro-AUC); an option given explicitly wins (see the
     module docstring).  ``diagnostics=True`` adds the counts of
@@ -671,7 +671,7 @@ def evaluate(
     Raises ValueError naming the offending argument, option, profile or an
     unknown metric.
     """
-    from mlgraph.profiles import get_profile  # the profiles name these options
+    from mlgraph.config.profiles import get_profile  # the profiles name these options
 
     given = {
         "empty_rows": empty_rows,

@@ -45,7 +45,7 @@ class Declared:
 
 def package_conf_dir() -> Path:
     """The configs shipped with the package (``src/mlgraph/conf`` links the checkout's ``conf/``)."""
-    return Path(__file__).resolve().parent / "conf"
+    return Path(__file__).resolve().parents[1] / "conf"
 
 
 def conf_dirs() -> tuple[Path, ...]:
@@ -185,7 +185,7 @@ def _node(plain: Mapping, dotted: str):
 
 
 # Keys below these name any parameter of a method, checked against the estimator by the module
-# that reads them (mlgraph.tuning: a grid over a parameter the method's file gives no grid for).
+# that reads them (mlgraph.engine.tuning: a grid over a parameter the method's file gives no grid for).
 CHECKED_ELSEWHERE = ("method.search.",)
 
 
@@ -251,3 +251,12 @@ def paragraph(cfg: DictConfig, dirs: Iterable[Path] | None = None) -> str | None
         " `--cfg job` prints the config.)"
     )
     return " ".join(found) + (hint if any("is not a config key" in f for f in found) else "")
+
+
+def is_result_neutral(key: str, cfg: DictConfig) -> bool:
+    """Whether flattened config key ``key`` cannot change a run's numbers: with ``tuning=none``
+    the search space and the tuning options are never read."""
+    tuning = cfg.get("tuning") or {}
+    if tuning.get("kind", "none") != "none":
+        return False
+    return key.startswith(("method.search.", "tuning.")) or key == "method.search"

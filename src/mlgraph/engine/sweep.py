@@ -7,7 +7,7 @@ When the sweep ends, however it ends, the parent holds ``sweep.csv`` (one row pe
 metrics), the best job as tags, and a final status. The parent's id, the sweep id and the swept
 keys reach the jobs through environment variables, which every launcher passes on (local
 worker processes inherit them, submitit exports them to SLURM jobs). A job whose process dies is
-closed from the sweep's process (:func:`close_dead_job`, called by :mod:`mlgraph.launcher`), and
+closed from the sweep's process (:func:`close_dead_job`, called by :mod:`mlgraph.engine.launcher`), and
 SLURM's warning signal is kept well before the time limit (:func:`signal_delay`).
 """
 
@@ -38,9 +38,9 @@ from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from mlgraph import config_keys
-from mlgraph.signals import Interrupted, forward_and_wait, process_gone
-from mlgraph.tracking import (
+from mlgraph.config import keys as config_keys
+from mlgraph.processes.signals import Interrupted, forward_and_wait, process_gone
+from mlgraph.tracking.store import (
     StorageError,
     TrackingUnavailable,
     canonical,

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 log = logging.getLogger(__name__)
-BUILTIN = Path(__file__).resolve().parent / "data" / "builtin"
+BUILTIN = Path(__file__).resolve().parents[1] / "data" / "builtin"
 
 
 # --- What each paper needs -------------------------------------------------------------------
@@ -313,7 +313,7 @@ def run_plan(plan: Plan) -> list[dict]:
 # --- Reading the runs back -------------------------------------------------------------------
 def finished_runs(uri: str, experiment: str) -> pd.DataFrame:
     """The latest finished run per configuration of ``experiment`` (empty when it has none)."""
-    from mlgraph.report import latest_runs
+    from mlgraph.reporting.runs import latest_runs
 
     try:
         return latest_runs(uri, experiment)
@@ -385,7 +385,7 @@ def scores_001(runs: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     """Paper 001: group ``table2`` (each method; DSML with B = 1.05 and model reuse),
     ``table3`` (DSML by B, methods ``B=1.00`` …) and ``B=<b>`` (DSML with/without reuse after
     each round, x = t); plus the per-fold tables of the Table 2 methods."""
-    from mlgraph.report import DUAL_METRICS
+    from mlgraph.reporting.report import DUAL_METRICS
 
     rows, folds = [], {}
     dsml = _dsml_runs(runs)
@@ -477,7 +477,7 @@ def paper_scores_002() -> pd.DataFrame:
 def scores_004(runs: pd.DataFrame, used: Mapping[str, str]) -> pd.DataFrame:
     """Paper 004: each selector (method) per classifier (group) at each kept fraction (x, in %),
     and the all-features run as method ``none`` at every fraction."""
-    from mlgraph.report import FS_METRICS
+    from mlgraph.evaluation.figures import FS_METRICS
 
     rows = []
     fractions = sorted(runs.loc[runs["tags.selector"] != "none", "fraction"].unique())
@@ -601,7 +601,7 @@ HELD, NOT_HELD, NO_DATA = "holds", "does not hold", "no run"
 
 
 def _higher(metric: str) -> bool:
-    from mlgraph.metrics import METRICS
+    from mlgraph.evaluation.metrics import METRICS
 
     return METRICS[metric].greater_is_better if metric in METRICS else True
 
@@ -631,7 +631,7 @@ class Verdict:
 
 
 def _name(method: str) -> str:
-    from mlgraph.report import method_label
+    from mlgraph.evaluation.figures import method_label
 
     return method_label(method)
 
@@ -802,7 +802,7 @@ def check_suits(scores: pd.DataFrame, claim: dict) -> tuple[str, str]:
 
 
 def check_friedman(tables: Mapping[str, pd.DataFrame], dataset: str, metric: str) -> tuple[str, str]:
-    from mlgraph import stats
+    from mlgraph.evaluation import stats
 
     table = tables.get(metric)
     if table is None or table.shape[1] < 3 or len(table) < 2:
@@ -816,7 +816,7 @@ def check_friedman(tables: Mapping[str, pd.DataFrame], dataset: str, metric: str
 
 def check_posthoc(tables, dataset, metric, claim) -> list[tuple[str, str, str, str]]:
     """(other method, verdict, evidence, verdict with the paper's N = 1 CD) per method named."""
-    from mlgraph import stats
+    from mlgraph.evaluation import stats
 
     table = tables.get(metric)
     reference = claim.get("reference", "mlmrrw")
@@ -840,7 +840,7 @@ def check_posthoc(tables, dataset, metric, claim) -> list[tuple[str, str, str, s
 def check_significant(
     folds: Mapping[str, pd.DataFrame], metric: str, claim: dict
 ) -> list[tuple[str, str, str]]:
-    from mlgraph import stats
+    from mlgraph.evaluation import stats
 
     table = pd.DataFrame(
         {m: t[t.status == "ok"].set_index("repetition")[metric] for m, t in folds.items()}
@@ -960,7 +960,7 @@ def check_case(kind: str, case: pd.DataFrame, metric: str, claim: dict) -> tuple
 
 
 def _metric_words(metric: str) -> str:
-    from mlgraph.report import metric_words
+    from mlgraph.evaluation.figures import metric_words
 
     return metric_words(metric)
 
@@ -1010,7 +1010,7 @@ class Section:
 
 
 def _note_links(ids: str | Sequence[str]) -> str:
-    from mlgraph.html import esc
+    from mlgraph.reporting.html import esc
 
     ids = [i for i in (ids.split(",") if isinstance(ids, str) else ids) if i]
     titles = notes()
@@ -1027,7 +1027,7 @@ def _value(mean, std, decimals=3) -> str:
 
 def cell_html(row: pd.Series, decimals: int = 3) -> str:
     """Ours, the paper's, the difference and the verdict of one cell, for a table layout."""
-    from mlgraph.html import esc
+    from mlgraph.reporting.html import esc
 
     if row is None:
         return "<span class='small'>—</span>"
@@ -1043,7 +1043,7 @@ def layout(
     cells: pd.DataFrame, rows: str, columns: str, row_order, column_order, decimals=3, label=None
 ) -> str:
     """Cells as a table of ``rows`` × ``columns`` (the paper's layout), coloured by verdict."""
-    from mlgraph.report import method_label
+    from mlgraph.evaluation.figures import method_label
 
     header = "".join(f"<th>{(label or method_label)(c)}</th>" for c in column_order)
     body = []
@@ -1059,8 +1059,8 @@ def layout(
 
 
 def _fig(fig, name: str, figdir: Path, caption: str) -> str:
-    from mlgraph.html import figure
-    from mlgraph.report import save_figure
+    from mlgraph.evaluation.figures import save_figure
+    from mlgraph.reporting.html import figure
 
     figdir.mkdir(parents=True, exist_ok=True)
     return figure(save_figure(fig, figdir / f"{name}.png"), caption, figdir.parent)
@@ -1090,8 +1090,8 @@ def _plain(quote: str) -> str:
 
 
 def _tests_html(frame: pd.DataFrame, index_name: str) -> str:
-    from mlgraph.html import table
-    from mlgraph.report import TITLES
+    from mlgraph.evaluation.figures import TITLES
+    from mlgraph.reporting.html import table
 
     shown = frame.rename(index=lambda i: TITLES.get(i, i), columns=lambda c: TITLES.get(c, c))
     for column in shown.columns:
@@ -1104,14 +1104,15 @@ def _tests_html(frame: pd.DataFrame, index_name: str) -> str:
 
 
 def _labelled(table: pd.DataFrame) -> pd.DataFrame:
-    from mlgraph.report import method_label
+    from mlgraph.evaluation.figures import method_label
 
     return table.rename(columns=method_label)
 
 
 def section_000(runs: pd.DataFrame, plan: Plan, figdir: Path) -> Section:
-    from mlgraph import stats
-    from mlgraph.report import PAPER000, TITLES, cd_figure, method_label, plot_metrics_vs_rate, score_tables
+    from mlgraph.evaluation import stats
+    from mlgraph.evaluation.figures import PAPER000, TITLES, cd_figure, method_label, plot_metrics_vs_rate
+    from mlgraph.reporting.runs import score_tables
 
     metrics = ["avg_precision", "micro_f1", "macro_f1"]
     scores, trials = scores_000(runs, plan.used)
@@ -1172,8 +1173,9 @@ def section_000(runs: pd.DataFrame, plan: Plan, figdir: Path) -> Section:
 
 
 def section_001(runs: pd.DataFrame, plan: Plan, figdir: Path) -> Section:
-    from mlgraph import stats
-    from mlgraph.report import DUAL_METRICS, PAPER001, TITLES, cd_figure, plot_rounds
+    from mlgraph.evaluation import stats
+    from mlgraph.evaluation.figures import PAPER001, TITLES, cd_figure, plot_rounds
+    from mlgraph.reporting.report import DUAL_METRICS
 
     scores, folds = scores_001(runs)
     theirs = paper_scores_001()
@@ -1257,16 +1259,9 @@ def section_001(runs: pd.DataFrame, plan: Plan, figdir: Path) -> Section:
 
 
 def section_002(runs: pd.DataFrame, plan: Plan, figdir: Path) -> Section:
-    from mlgraph import stats
-    from mlgraph.report import (
-        COMPARABLE,
-        PAPER002,
-        PAPER002_DATASETS,
-        PAPER002_NAMES,
-        TABLE_METRICS,
-        TITLES,
-        cd_figure,
-    )
+    from mlgraph.evaluation import stats
+    from mlgraph.evaluation.figures import PAPER002, TITLES, cd_figure
+    from mlgraph.reporting.report import COMPARABLE, PAPER002_DATASETS, PAPER002_NAMES, TABLE_METRICS
 
     ours = scores_tabular(runs, TABLE_METRICS)
     theirs = paper_scores_002()
@@ -1327,8 +1322,8 @@ def section_002(runs: pd.DataFrame, plan: Plan, figdir: Path) -> Section:
 
 
 def section_004(runs: pd.DataFrame, plan: Plan, figdir: Path) -> Section:
-    from mlgraph import stats
-    from mlgraph.report import FS_METRICS, TITLES, cd_figure, method_label, plot_fraction_curves
+    from mlgraph.evaluation import stats
+    from mlgraph.evaluation.figures import FS_METRICS, TITLES, cd_figure, method_label, plot_fraction_curves
 
     scores = scores_004(runs, plan.used)
     verdicts = evaluate_claims("004", scores)
@@ -1392,8 +1387,8 @@ SECTIONS = {"000": section_000, "001": section_001, "002": section_002, "004": s
 # --- Provenance ----------------------------------------------------------------------------
 def provenance(runs: pd.DataFrame) -> list[str]:
     """Git commit, package versions and dataset checksums the runs recorded, and this report's."""
-    from mlgraph.html import esc, table
-    from mlgraph.tracking import provenance_tags
+    from mlgraph.reporting.html import esc, table
+    from mlgraph.tracking.store import provenance_tags
 
     here = provenance_tags()
     parts = ["<h2 id='provenance'>Provenance</h2>"]
@@ -1434,7 +1429,7 @@ def provenance(runs: pd.DataFrame) -> list[str]:
 
 
 def _command_list(plan: Plan, log: list[dict]) -> str:
-    from mlgraph.html import esc
+    from mlgraph.reporting.html import esc
 
     ran = {entry["command"]: entry for entry in log}
     lines = []
@@ -1453,8 +1448,8 @@ def _command_list(plan: Plan, log: list[dict]) -> str:
 def write_report(plan: Plan, uri: str, out: Path, log_entries: list[dict], argv: Sequence[str]) -> Path:
     """Read the finished runs of the plan's experiment and write ``out/report.html`` (with
     figures in ``out/figures/`` and ``cells.csv`` / ``conclusions.csv``); return its path."""
-    from mlgraph.html import badge, esc, page, table
-    from mlgraph.tracking import redact
+    from mlgraph.reporting.html import badge, esc, page, table
+    from mlgraph.tracking.store import redact
 
     out.mkdir(parents=True, exist_ok=True)
     runs = finished_runs(uri, plan.experiment)
@@ -1590,7 +1585,7 @@ def _log_report(plan: Plan, uri: str, out: Path, runs: pd.DataFrame) -> None:
     """The report, its figures and tables as the artifacts of a ``report`` run beside the runs."""
     import mlflow
 
-    from mlgraph.tracking import log_batch, provenance_tags, setup_experiment
+    from mlgraph.tracking.store import log_batch, provenance_tags, setup_experiment
 
     experiment_id = setup_experiment(uri, plan.experiment)
     with mlflow.start_run(experiment_id=experiment_id, run_name=f"report paper {plan.paper.id}") as run:
@@ -1620,8 +1615,8 @@ def _settings(overrides: Sequence[str], experiment: str) -> tuple[str, Path]:
     ``report…``; sweeps over other keys are not a single config)."""
     from hydra import compose, initialize_config_dir
 
-    import mlgraph.tracking  # noqa: F401  (registers the abspath resolver)
-    from mlgraph.cli import CONFIG_DIR
+    import mlgraph.config  # noqa: F401  (registers the abspath resolver)
+    from mlgraph.config.app import CONFIG_DIR
 
     mine = [o for o in overrides if o.lstrip("+~").startswith(("tracking", "report"))]
     with initialize_config_dir(version_base="1.3", config_dir=str(CONFIG_DIR)):

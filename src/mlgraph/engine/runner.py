@@ -6,7 +6,7 @@ set to −1) and scores its test split. Transductive estimators (class attribute
 points join the graph as unlabelled nodes: they are fitted once on training plus test rows, with
 every test row −1, and their scores on the test rows (``label_scores_``, ``transduction_``) are
 evaluated. Test labels are never seen, and every transductive method follows this one rule.
-Trials run in parallel workers (forked from the job where that is safe, :mod:`mlgraph.workers`;
+Trials run in parallel workers (forked from the job where that is safe, :mod:`mlgraph.processes.workers`;
 else joblib's) with BLAS threads capped so that ``n_jobs × blas_threads`` never exceeds the cores given; a trial that raises is kept
 as a row with ``status="failed"`` and its error, while the others finish. Each finished row is
 handed to ``on_row`` as it completes (the job checkpoints them to MLflow), and trials already
@@ -33,11 +33,11 @@ from joblib import Parallel, delayed
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
+from mlgraph.evaluation.metrics import DUAL_SET_METRICS, METRICS, evaluate, evaluate_dual_set
+from mlgraph.evaluation.protocols import Trial, rate_step
 from mlgraph.graphs.kernels import kept_buffers, thread_pools
-from mlgraph.metrics import DUAL_SET_METRICS, METRICS, evaluate, evaluate_dual_set
-from mlgraph.protocols import Trial, rate_step
-from mlgraph.signals import die_with_parent, stop_workers
-from mlgraph.workers import FORK, forked
+from mlgraph.processes.signals import die_with_parent, stop_workers
+from mlgraph.processes.workers import FORK, forked
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def resolve_parallelism(
     trials than cores, one process per trial and the spare cores as BLAS threads (one large
     trial gets them all). Inside a parallel Hydra launcher, whose jobs share the cores, one
     process with this job's share as BLAS threads: cores ÷ ``launcher_jobs`` (the jobs running
-    at once, :func:`mlgraph.sweep.concurrent_jobs`), or one thread when that is not known."""
+    at once, :func:`mlgraph.engine.sweep.concurrent_jobs`), or one thread when that is not known."""
     cores = cores or available_cores()
     if n_jobs == "auto":
         n_jobs = 1 if in_parallel_launcher else min(cores, n_trials or cores)
@@ -157,7 +157,7 @@ def label_scores(model, X) -> tuple[np.ndarray | None, str]:
 
 
 def evaluate_scores(Y, scores, Y_pred, metrics, evaluation: dict) -> dict:
-    """:func:`mlgraph.metrics.evaluate`; without scores the ranking metrics are NaN (unavailable
+    """:func:`mlgraph.evaluation.metrics.evaluate`; without scores the ranking metrics are NaN (unavailable
     for an estimator with neither ``decision_function`` nor ``predict_proba``)."""
     if scores is not None or not _needs_scores(metrics):
         return evaluate(Y, scores, Y_pred, metrics, **evaluation)
@@ -196,9 +196,9 @@ def _run_one(
     try:
         # undefined F1 terms are counted per trial (n_degenerate_labels) and warned once per run
         with thread_pools().limit(limits=blas_threads), warnings.catch_warnings():
-            warnings.filterwarnings("ignore", module="mlgraph.metrics")
+            warnings.filterwarnings("ignore", module="mlgraph.evaluation.metrics")
             model = clone(estimator)
-            if tuning is not None:  # nested selection on the training part (mlgraph.tuning)
+            if tuning is not None:  # nested selection on the training part (mlgraph.engine.tuning)
                 model, chosen = tuning.select(model, X[trial.train], trial.targets(Y), trial)
                 row.update(chosen)
             if getattr(model, "transductive", False):
@@ -270,13 +270,13 @@ def run_trials(
 ) -> pd.DataFrame:
     """Run every trial not already in ``done`` (rows of an interrupted run, matched by
     (rate, repetition)); return one row per trial, sorted by (rate, repetition). ``evaluation``
-    holds the keyword options of :func:`mlgraph.metrics.evaluate`; ``tuning`` (an
-    :class:`mlgraph.tuning.InnerSelection`) chooses each trial's hyper-parameters on its
+    holds the keyword options of :func:`mlgraph.evaluation.metrics.evaluate`; ``tuning`` (an
+    :class:`mlgraph.engine.tuning.InnerSelection`) chooses each trial's hyper-parameters on its
     training part before the fit. ``on_start()`` is called once the trials are running (in
     parallel workers: while they run), before the first row.
 
     Parallel trials on one BLAS thread each run in workers forked from this process, which
-    start at once with its imports and share its arrays (:mod:`mlgraph.workers`); with more
+    start at once with its imports and share its arrays (:mod:`mlgraph.processes.workers`); with more
     threads per trial (a forked worker may not run multithreaded OpenMP), in joblib's workers."""
     if sp.issparse(X):
         X = X.tocsr()

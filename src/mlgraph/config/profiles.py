@@ -2,7 +2,7 @@
 
 ``mlgraph`` (the default) is this project's own choice of rules; ``mulan`` reproduces MULAN
 (``mulan.evaluation.Evaluator`` with Weka's nearest-neighbour search) as far as it can be
-reproduced. A :class:`Profile` carries the options of :func:`mlgraph.metrics.evaluate`, the
+reproduced. A :class:`Profile` carries the options of :func:`mlgraph.evaluation.metrics.evaluate`, the
 distance of the kNN estimators and the loader's missing-value policy:
 
 ==================  =========================  ==================================================
@@ -21,7 +21,7 @@ normalise           the protocol's             false (Weka's distance normalises
 
 From Python::
 
-    from mlgraph.profiles import get_profile
+    from mlgraph.config.profiles import get_profile
     mulan = get_profile("mulan")
     data = load_fixed_split("emotions", missing=mulan.missing)
     model = mulan.configure(MLkNN(), data)  # metric="weka", the dataset's nominal groups
@@ -58,7 +58,7 @@ class Profile:
 
     @property
     def metrics(self) -> dict[str, Any]:
-        """The keyword options of :func:`mlgraph.metrics.evaluate`."""
+        """The keyword options of :func:`mlgraph.evaluation.metrics.evaluate`."""
         return {
             "empty_rows": self.empty_rows,
             "ties": self.ties,
@@ -96,14 +96,19 @@ def get_profile(name: str | Profile) -> Profile:
 
 
 def _distance_keys(estimator) -> list[str]:
-    """The ``get_params`` keys of every ``metric`` that takes "weka" (the kNN estimators of
-    mlgraph, at any depth: pipeline steps, base estimators)."""
-    from mlgraph.methods.knn import KNNClassifier
-    from mlgraph.methods.mlknn import MLkNN
-
+    """The ``get_params`` keys of every ``metric`` that takes "weka", at any depth (pipeline
+    steps, base estimators): the estimators with both a ``metric`` and a ``nominal_groups``
+    parameter, as mlgraph's kNN estimators (:class:`~mlgraph.methods.mlknn.MLkNN`,
+    :class:`~mlgraph.methods.knn.KNNClassifier`) have."""
     params = estimator.get_params(deep=True) if hasattr(estimator, "get_params") else {}
     found = [("", estimator)] + [(f"{key}__", value) for key, value in params.items()]
-    return [f"{prefix}metric" for prefix, value in found if isinstance(value, (MLkNN, KNNClassifier))]
+    return [f"{prefix}metric" for prefix, value in found if _takes_weka_distance(value)]
+
+
+def _takes_weka_distance(value) -> bool:
+    if isinstance(value, type) or not hasattr(value, "get_params"):
+        return False
+    return {"metric", "nominal_groups"} <= set(value.get_params(deep=False))
 
 
 def _give_groups(estimator, nominal_groups, method: str, profile: str) -> list[str]:

@@ -1,6 +1,6 @@
 """Pick tuned hyper-parameters from a tracked exploration sweep.
 
-    python -m mlgraph.hparams hparam_search --dataset yeast --method mlmrrw
+    python -m mlgraph.reporting.hparams hparam_search --dataset yeast --method mlmrrw
 
 reads the runs of an MLflow experiment (e.g. the one filled by
 ``experiments/<method>_hparam_search.yaml``), ranks those of one dataset and method by a metric
@@ -27,7 +27,7 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 CONF = (
-    Path(__file__).resolve().parent / "conf" / "hparams"
+    Path(__file__).resolve().parents[1] / "conf" / "hparams"
 )  # the checkout's conf/hparams (src/mlgraph/conf links it)
 
 
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="mlgraph hparams",
         description=__doc__.split("\n\n")[0],
-        epilog="Selection rule and example: see `pydoc mlgraph.hparams`.",
+        epilog="Selection rule and example: see `pydoc mlgraph.reporting.hparams`.",
     )
     parser.add_argument("experiment")
     parser.add_argument("--dataset", required=True)
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     chosen = select(ranked, args.metric, args.tolerance, prefer)
     rule = f"largest {prefer} within {args.tolerance}" if prefer else "best"
     source = (
-        f"python -m mlgraph.hparams {args.experiment} --dataset {args.dataset} --method "
+        f"python -m mlgraph.reporting.hparams {args.experiment} --dataset {args.dataset} --method "
         f"{args.method}\n# ({args.metric} = {chosen[f'metrics.{args.metric}']:.4f}; best of "
         f"{len(ranked)} runs = {ranked[f'metrics.{args.metric}'].iloc[0]:.4f}; rule: {rule})"
     )

@@ -90,7 +90,7 @@ def toy_experiment(
 def plot_toy(result: ToyResult, path=None) -> Figure:
     """Fig. 3: (a) the toy points in feature space, (b) the true and (c) the reconstructed
     numerical labels, coloured by the logical label vector. Saved to ``path`` when given (PNG,
-    SVG and PDF, see :func:`mlgraph.report.save_figure`)."""
+    SVG and PDF, see :func:`mlgraph.reporting.report.save_figure`)."""
     fig = Figure(figsize=(13.5, 4.2))
     FigureCanvasAgg(fig)
     colour = result.Y @ np.array([1, 2])  # four sign patterns → four colours
@@ -111,7 +111,7 @@ def plot_toy(result: ToyResult, path=None) -> Figure:
     fig.suptitle(f"ML² toy experiment: Pearson correlation per label {r[0]:.3f}, {r[1]:.3f}")
     fig.tight_layout()
     if path is not None:
-        from mlgraph.report import save_figure
+        from mlgraph.evaluation.figures import save_figure
 
         save_figure(fig, path)
     return fig
@@ -126,7 +126,7 @@ def run_toy(cfg) -> None:
 
     import mlflow
 
-    from mlgraph.tracking import log_batch, provenance_tags, setup_experiment
+    from mlgraph.tracking.store import log_batch, provenance_tags, setup_experiment
 
     experiment_id = setup_experiment(cfg.tracking.uri, "toy", cfg.tracking.get("artifact_location"))
     result = toy_experiment()
@@ -147,11 +147,11 @@ def run_toy(cfg) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``mlgraph toy [key=value ...]`` (or ``python -m mlgraph.toy``): :func:`run_toy` as a Hydra
+    """``mlgraph toy [key=value ...]`` (or ``python -m mlgraph.engine.toy``): :func:`run_toy` as a Hydra
     job on the project's config (``tracking=...`` overrides work as for ``mlgraph run``)."""
     import sys
 
-    from mlgraph.cli import hydra_main
+    from mlgraph.config.app import hydra_main
 
     hydra_main(run_toy, sys.argv[1:] if argv is None else argv, "toy")
 

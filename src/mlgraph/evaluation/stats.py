@@ -497,7 +497,7 @@ def _direction(metric: str, higher_is_better: bool | Mapping[str, bool] | None) 
         return higher_is_better
     if higher_is_better is not None and metric in higher_is_better:
         return bool(higher_is_better[metric])
-    from mlgraph.metrics import METRICS
+    from mlgraph.evaluation.metrics import METRICS
 
     spec = METRICS.get(metric)
     return True if spec is None else bool(spec.greater_is_better)
@@ -513,7 +513,7 @@ def friedman_table(
     Columns ``N``, ``K``, ``F_R``, ``chi2_critical``, ``p_value``, ``reject_H0``,
     ``F_R_tie_corrected``, ``F_F``, ``F_critical``, ``F_p_value``, ``reject_H0_iman_davenport``.
     ``higher_is_better``: one bool for all metrics, a per-metric mapping, or None to use
-    ``mlgraph.metrics.METRICS[metric].greater_is_better`` (True for unknown names).  ``F_R`` does
+    ``mlgraph.evaluation.metrics.METRICS[metric].greater_is_better`` (True for unknown names).  ``F_R`` does
     not depend on the direction, the table is the same either way.
     """
     cols = [

@@ -5,12 +5,12 @@ the job's own process while the trials run, they take that CPU from the trials. 
 that run one job (``python -m run``, ``mlgraph run``) instead fork this process first thing: it
 imports them on the core that the command's own imports and config composition leave idle, then
 carries out each tracking step the job hands it (open the run, copy the checkpoint, log the
-results, end the run). A step is a function of :mod:`mlgraph.tracking` and its arguments,
+results, end the run). A step is a function of :mod:`mlgraph.tracking.store` and its arguments,
 pickled, and run in the job's working directory with the job's environment variables; its
 result or its exception (with its chain of causes) comes back.
 
 Where no such process runs (a sweep's jobs, tests, a library user calling
-:func:`mlgraph.experiment.run_experiment`), :func:`tracked` runs the same functions in the
+:func:`mlgraph.engine.experiment.run_experiment`), :func:`tracked` runs the same functions in the
 caller's process. Every step of one run goes to one process, so MLflow's active run is always
 where the steps run.
 
@@ -179,7 +179,7 @@ def _warm() -> None:
     import mlflow  # noqa: F401
     import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
 
-    import mlgraph.tracking  # noqa: F401
+    import mlgraph.tracking.store  # noqa: F401
 
 
 def _portable(exc: BaseException) -> tuple[list[BaseException], str]:

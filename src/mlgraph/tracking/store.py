@@ -34,8 +34,7 @@ from typing import Any
 from hydra.errors import CompactHydraException
 from omegaconf import DictConfig, OmegaConf
 
-# `tracking.uri` in conf/ resolves `outputs/` to an absolute path (SQLite needs one).
-OmegaConf.register_new_resolver("abspath", lambda p: str(Path(p).expanduser().resolve()), replace=True)
+from mlgraph.config.keys import is_result_neutral
 
 # MLflow's per-request limits for log_batch.
 _MAX_METRICS, _MAX_PARAMS, _MAX_TAGS = 1000, 100, 100
@@ -472,7 +471,6 @@ RESULT_NEUTRAL = ("progress", "n_jobs", "graph_cache", "tracking", "resume", "st
 def config_hash(cfg: DictConfig) -> str:
     """SHA-256 (16 hex digits) of the canonical resolved config without :data:`RESULT_NEUTRAL`
     keys: two jobs with equal hashes compute the same numbers. Resuming matches runs by it."""
-    from mlgraph.tuning import is_result_neutral  # search spaces are unread without tuning
 
     params = {
         k: v
@@ -484,7 +482,7 @@ def config_hash(cfg: DictConfig) -> str:
 
 @functools.cache
 def _git(*args: str) -> str:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     try:
         out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
@@ -558,7 +556,7 @@ def log_batch(
 
 
 # --------------------------------------------------------------------------------------------
-# A job's run, step by step: each step runs where mlgraph.tracking_process.tracked sends it
+# A job's run, step by step: each step runs where mlgraph.tracking.process.tracked sends it
 # (the tracking process, or the job's own), every step of one run in the same process, which
 # holds MLflow's active run.
 # --------------------------------------------------------------------------------------------

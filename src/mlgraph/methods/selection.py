@@ -114,7 +114,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from mlgraph.cache import cached
+from mlgraph.graphs.cache import cached
 from mlgraph.methods.base import check_features, standardisation
 
 __all__ = [
@@ -339,7 +339,7 @@ class _RankingSelector(SelectorMixin, BaseEstimator):
     """Ranks features in ``fit`` (subclasses implement ``_score``) and keeps the best.
 
     ``memory`` (a folder, or a joblib Memory whose ``location`` is the folder) caches the ranking
-    (:mod:`mlgraph.cache`) by the content of the training part, every parameter but
+    (:mod:`mlgraph.graphs.cache`) by the content of the training part, every parameter but
     ``fraction``/``k`` and the source of this module and its imports, so a fraction sweep
     ranks once per fold."""
 
@@ -394,7 +394,7 @@ class _RankingSelector(SelectorMixin, BaseEstimator):
                 "rankings",
                 lambda: _scores(ranker, X, Yc, constant),
                 inputs={"X": X, "Y": Yc, "constant": constant},
-                module="mlgraph.selection",
+                module="mlgraph.methods.selection",
                 params={"selector": type(self).__name__, **ranker.get_params()},
             )
             scores = fitted.pop("scores")

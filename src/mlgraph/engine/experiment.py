@@ -32,18 +32,34 @@ from omegaconf.errors import OmegaConfBaseException
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
-from mlgraph import config_keys
+from mlgraph.config import keys as config_keys
+from mlgraph.config.profiles import PROFILES, check_data
 from mlgraph.data import load_dataset
 from mlgraph.data.dual_set import DualSetDataset
 from mlgraph.data.splits import SPLIT_KEYS, load_fixed_split
-from mlgraph.graphs import KINDS, SEARCHES, WEIGHTS
-from mlgraph.methods.base import check_params, nonneg, positive, positive_int
-from mlgraph.methods.dual_set import DualSetEstimator, DualSetFromMultiLabel
-from mlgraph.methods.labelled_only import check_target, unlabelled_rows, with_unlabelled_rule
-from mlgraph.metrics import DUAL_SET_METRICS, METRICS
-from mlgraph.profiles import PROFILES, check_data
-from mlgraph.protocols import protocol_inputs, uses_fixed_split
-from mlgraph.report import (
+from mlgraph.engine.runner import (
+    Parallelism,
+    resolve_parallelism,
+    run_trials,
+    summarise,
+    unavailable_scores_note,
+)
+from mlgraph.engine.sweep import (
+    LOCAL_PARALLEL_LAUNCHERS,
+    JobInfo,
+    close_orphaned_sweep,
+    concurrent_jobs,
+    record_skipped,
+    run_name,
+)
+from mlgraph.engine.tuning import (
+    NON_PARAMETER_KEYS,
+    InnerSelection,
+    TuningError,
+    inner_selection,
+    log_choices,
+)
+from mlgraph.evaluation.figures import (
     FIG1_METRICS,
     format_summary,
     plot_metrics_vs_rate,
@@ -51,9 +67,14 @@ from mlgraph.report import (
     pyplot,
     save_figure,
 )
-from mlgraph.runner import Parallelism, resolve_parallelism, run_trials, summarise, unavailable_scores_note
-from mlgraph.selection import Standardise
-from mlgraph.signals import (
+from mlgraph.evaluation.metrics import DUAL_SET_METRICS, METRICS
+from mlgraph.evaluation.protocols import protocol_inputs, uses_fixed_split
+from mlgraph.graphs import KINDS, SEARCHES, WEIGHTS
+from mlgraph.methods.base import check_params, nonneg, positive, positive_int
+from mlgraph.methods.dual_set import DualSetEstimator, DualSetFromMultiLabel
+from mlgraph.methods.labelled_only import check_target, unlabelled_rows, with_unlabelled_rule
+from mlgraph.methods.selection import Standardise
+from mlgraph.processes.signals import (
     Interrupted,
     deferred,
     die_of,
@@ -63,15 +84,8 @@ from mlgraph.signals import (
     raise_pending,
     stop_workers,
 )
-from mlgraph.sweep import (
-    LOCAL_PARALLEL_LAUNCHERS,
-    JobInfo,
-    close_orphaned_sweep,
-    concurrent_jobs,
-    record_skipped,
-    run_name,
-)
-from mlgraph.tracking import (
+from mlgraph.tracking.process import tracked
+from mlgraph.tracking.store import (
     config_hash,
     config_params,
     describe_run,
@@ -85,8 +99,6 @@ from mlgraph.tracking import (
     setup_from_config,
     storage_problem,
 )
-from mlgraph.tracking_process import tracked
-from mlgraph.tuning import NON_PARAMETER_KEYS, InnerSelection, TuningError, inner_selection, log_choices
 
 log = logging.getLogger(__name__)
 
@@ -276,7 +288,7 @@ def protocol_name(cfg: DictConfig, job: JobInfo) -> str:
 
 def dataset_fields(data, context: str) -> dict[str, str]:
     """The run's dataset as the fields of an MLflow dataset input
-    (:func:`mlgraph.tracking.dataset_input`): name, digest = the SHA-256 of the file as stored
+    (:func:`mlgraph.tracking.store.dataset_input`): name, digest = the SHA-256 of the file as stored
     (its first :data:`DIGEST_LENGTH` hex digits; of a published train/test split, the first half
     of each file's, joined by ``-``), source = that file, the shapes of features and labels as
     schema and profile (with the full SHA-256), and the protocol as context."""
@@ -453,7 +465,7 @@ _RUN_KEYS = {
 
 def check_config_keys(cfg: DictConfig) -> None:
     """Every key of the config is declared by some config file, and every boolean key holds a
-    boolean (:mod:`mlgraph.config_keys`); one paragraph naming each key that is not."""
+    boolean (:mod:`mlgraph.config.keys`); one paragraph naming each key that is not."""
     problem = config_keys.paragraph(cfg)
     if problem:
         raise ConfigError(problem)
@@ -806,9 +818,9 @@ def _tracked(
     done: pd.DataFrame,
     out: Path,
 ) -> pd.DataFrame:
-    """The trials and their MLflow run, which :func:`mlgraph.tracking.open_run` opens (the store
+    """The trials and their MLflow run, which :func:`mlgraph.tracking.store.open_run` opens (the store
     too, unless ``experiment_id`` is known) once the trials are running, in the tracking process
-    when the command started one (:mod:`mlgraph.tracking_process`); rows finished before are
+    when the command started one (:mod:`mlgraph.tracking.process`); rows finished before are
     kept and checkpointed then."""
     spent = {"logging": 0.0, "trials": 0.0}  # tracking overhead, reported by `make bench`
     data, parallelism = plan.data, plan.parallelism

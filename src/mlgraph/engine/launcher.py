@@ -5,14 +5,14 @@ SIGKILL of one job's process, or the kernel's out-of-memory killer, ends every o
 sweep and leaves their runs RUNNING. Here each worker is a process with a pipe of its own; the
 sweep's process sends it one job at a time and waits on every worker's pipe and process sentinel
 at once. A worker that dies mid-job is noticed by its sentinel: its job's MLflow run is marked
-KILLED with how it died (:func:`mlgraph.sweep.close_dead_job`), a new worker takes the next job,
+KILLED with how it died (:func:`mlgraph.engine.sweep.close_dead_job`), a new worker takes the next job,
 and once every job has ended the dead one is a failed job whose message says to resume.
 
 Workers are reused from job to job (imports are paid once per worker, as with loky) and are
 started by :func:`start_worker` (multiprocessing's ``spawn``: a fresh interpreter, no state
 copied from the sweep's process). They ask to die with the sweep's process
-(:func:`mlgraph.signals.die_with_parent`) and end at once on SIGTERM/SIGINT between two jobs;
-during a job the job's own handlers close its run first (:mod:`mlgraph.signals`).
+(:func:`mlgraph.processes.signals.die_with_parent`) and end at once on SIGTERM/SIGINT between two jobs;
+during a job the job's own handlers close its run first (:mod:`mlgraph.processes.signals`).
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ def execute_job(idx, overrides, hydra_context, config, task_function, singleton_
 
 def _serve(conn: Connection) -> None:
     """A worker's loop: receive a job, run it, send its JobReturn back; end when the pipe closes."""
-    from mlgraph.runner import quick_exit
-    from mlgraph.signals import die_with_parent
+    from mlgraph.engine.runner import quick_exit
+    from mlgraph.processes.signals import die_with_parent
 
     for signum in (signal.SIGTERM, signal.SIGINT):  # between jobs a signal ends the worker
         signal.signal(signum, signal.SIG_DFL)
@@ -178,7 +178,7 @@ def _dead_job_return(overrides: list[str], message: str) -> JobReturn:
 def launch(launcher, job_overrides, initial_job_idx: int) -> list[JobReturn]:
     """Run every job of a batch, at most ``launcher.n_jobs`` at once (joblib's meaning: -1 is
     every core), each in a worker process; return their JobReturns in job order."""
-    from mlgraph.sweep import close_dead_job
+    from mlgraph.engine.sweep import close_dead_job
 
     setup_globals()
     config = launcher.config

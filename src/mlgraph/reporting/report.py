@@ -1,4 +1,4 @@
-"""Tables and figures: per run (from trial results) and per comparison (runs read back from MLflow).
+"""Tables and figures per comparison: runs read back from MLflow.
 
 python -m mlgraph.report experiment=ssl_comparison      # or: make report
 """
@@ -7,347 +7,28 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import sys
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from mlgraph.metrics import METRICS
+from mlgraph.evaluation.figures import (
+    FS_METRICS,
+    PAPER002,
+    TITLES,
+    cd_figure,
+    method_label,
+    plot_fraction_curves,
+    plot_metrics_vs_rate,
+    plot_rounds,
+    save_figure,
+)
+from mlgraph.evaluation.metrics import METRICS
+from mlgraph.reporting.runs import artifact_table, latest_runs, markdown, score_tables
 
-if TYPE_CHECKING:
-    import matplotlib.pyplot as plt
-
-# Figure and report words for metric keys (titles and axes say these, never the raw keys).
-TITLES = {
-    "avg_precision": "Average precision",
-    "micro_f1": "Micro-F1",
-    "macro_f1": "Macro-F1",
-    "hamming_loss": "Hamming loss",
-    "one_error": "One-error",
-    "coverage": "Coverage",
-    "coverage_norm": "Coverage (÷ q)",
-    "ranking_loss": "Ranking loss",
-    "macro_auc": "Macro-averaging AUC",
-    "micro_auc": "Micro-averaging AUC",
-    "subset_accuracy": "Subset accuracy",
-    "example_precision": "Example-based precision",
-    "example_recall": "Example-based recall",
-    "example_f1": "Example-based F1",
-    "jaccard": "Jaccard index",
-    "accuracy_a": "Accuracy-a",
-    "accuracy_b": "Accuracy-b",
-    "accuracy_all": "Accuracy-all",
-}
-FIG1_METRICS = ("avg_precision", "micro_f1", "macro_f1")
 log = logging.getLogger(__name__)
 
-
-def pyplot():
-    """matplotlib's pyplot on the Agg backend (figures are files and MLflow artifacts, never
-    windows), imported when the first figure is drawn: a run imports it after its trials."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def metric_words(metric: str) -> str:
-    """A metric key in words for an axis ("average precision"; acronyms and names keep their
-    capitals: "Hamming loss", "AUC")."""
-    words = TITLES.get(metric, metric.replace("_", " "))
-    if words[1:2].isupper() or words.split(" ")[0] in ("Hamming", "Jaccard"):
-        return words
-    return words[0].lower() + words[1:]
-
-
-# --- Figure style: one colour, marker and line style per method, the same in every figure -----
-# Colours are Okabe & Ito's colour-blind-safe palette (plus grey and brown); a figure never
-# holds two methods of one colour, and markers and line styles tell apart curves that overlap
-# (ML-MR under ML-MRRW). Each paper's own method is vermillion with round markers.
-VERMILLION, BLUE, SKY, GREEN, ORANGE, PURPLE, YELLOW = (
-    "#D55E00",
-    "#0072B2",
-    "#56B4E9",
-    "#009E73",
-    "#E69F00",
-    "#CC79A7",
-    "#F0E442",
-)
-GREY, BROWN, BLACK = "#7F7F7F", "#8C564B", "#000000"
-STYLES = {  # method, selector or classifier name: (colour, marker, line style)
-    # paper 000
-    "mlmrrw": (VERMILLION, "o", "-"),
-    "mlmr": (BLUE, "s", "--"),
-    "mlknn": (GREY, "v", "-."),
-    "gfhf": (SKY, "^", ":"),
-    "lgc": (GREEN, "D", "-"),
-    "fsksc": (ORANGE, "P", "--"),
-    "sswl": (PURPLE, "X", "-."),
-    # paper 002
-    "ml2": (VERMILLION, "o", "-"),
-    "br": (BLUE, "s", "--"),
-    "clr": (GREEN, "D", "-."),
-    "ecc": (ORANGE, "^", ":"),
-    "rakel": (PURPLE, "v", "-"),
-    # paper 001 (ML-kNN as in paper 000)
-    "dsml": (VERMILLION, "o", "-"),
-    "independent": (BLUE, "s", "--"),
-    "cooccurrence": (SKY, "^", ":"),
-    "stacking": (GREEN, "D", "-."),
-    "mlrbf": (ORANGE, "P", "-"),
-    "bpmll": (PURPLE, "X", "--"),
-    "ranksvm": (BROWN, "*", ":"),
-    # paper 004: selectors, the all-features line, the two classifiers
-    "gmba": (VERMILLION, "o", "-"),
-    "mlfs": (BLUE, "s", "--"),
-    "mlrf": (GREEN, "D", "-."),
-    "spec": (ORANGE, "^", ":"),
-    "none": (BLACK, "", "--"),
-    "br_knn": (BLUE, "s", "-"),
-    "cc_knn": (GREEN, "D", "--"),
-}
-HOLLOW = {"mlmr", "gfhf", "br", "independent", "mlfs"}  # drawn with open markers over their neighbours
-_FALLBACK = [(c, m, "-") for c, m in zip([YELLOW, BROWN, GREY, SKY], "hp<>", strict=True)]
-
-# Display names of methods in figures and tables (paper 000's, 002's and 001's spelling).
-PAPER000 = {
-    "mlknn": "MLkNN",
-    "gfhf": "ML-GFHF",
-    "lgc": "ML-LGC",
-    "fsksc": "ML-FSKSC",
-    "sswl": "SSWL",
-    "mlmr": "ML-MR",
-    "mlmrrw": "ML-MRRW",
-}
-PAPER002 = {"ml2": "ML²", "br": "BR", "clr": "CLR", "ecc": "ECC", "rakel": "RAkEL"}
-PAPER001 = {
-    "dsml": "DSML",
-    "independent": "Ind. Dec.",
-    "cooccurrence": "Co-Occ. Dec.",
-    "stacking": "Label Stacking",
-    "mlrbf": "ML-RBF",
-    "bpmll": "BP-MLL",
-    "ranksvm": "RankSVM",
-}
-PAPER004 = {
-    "gmba": "GMBA",
-    "mlfs": "MLFS",
-    "mlrf": "MLRF",
-    "spec": "SPEC",
-    "none": "all features",
-    "br_knn": "BR-3NN",
-    "cc_knn": "CC-3NN",
-}
-
-
-def method_label(name: str) -> str:
-    """The display name of a method, selector or classifier (its key when it has none)."""
-    for names in (PAPER000, PAPER002, PAPER001, PAPER004):
-        if name in names:
-            return names[name]
-    return name
-
-
-def method_style(name: str) -> dict:
-    """``color``, ``marker`` and ``linestyle`` of a method, by its key (``mlmrrw``) or display
-    name (``ML-MRRW``); a label with settings after the name (``DSML B=1.05``) takes the
-    method's style. Unknown names get a fixed fallback chosen from the name, so that the same
-    name is drawn alike in every figure."""
-    words = name.split(" ")
-    candidates = [" ".join(words[:n]) for n in range(len(words), 0, -1)]  # "DSML B=1.05" → "DSML"
-    key = next((k for c in candidates for k in STYLES if c in (k, method_label(k))), name)
-    if key not in STYLES:
-        colour, marker, linestyle = _FALLBACK[sum(map(ord, key)) % len(_FALLBACK)]
-    else:
-        colour, marker, linestyle = STYLES[key]
-    face = "white" if key in HOLLOW else colour
-    return {"color": colour, "marker": marker or "None", "linestyle": linestyle, "markerfacecolor": face}
-
-
-def _dodged(x, i: int, n: int, width: float):
-    """``x`` shifted by a small per-line offset, so that error bars of equal values stay apart."""
-    return pd.Series(x, dtype=float).to_numpy() + (i - (n - 1) / 2) * width
-
-
-def _curve(ax, x, y, yerr, label: str, i: int = 0, n: int = 1, width: float = 0.0, **style):
-    """One method's line with ±1 std error bars in its fixed style (``style`` overrides it),
-    shifted by ``width`` per line when ``n`` lines share the x values."""
-    drawn = {**method_style(label), **style}
-    ax.errorbar(
-        _dodged(x, i, n, width),
-        y,
-        yerr=yerr,
-        markersize=4.5,
-        markeredgewidth=1.0,
-        capsize=2,
-        elinewidth=0.8,
-        linewidth=1.3,
-        label=label,
-        **drawn,
-    )
-
-
-def _figure(rows: int, columns: int, width: float, height: float):
-    """Panels laid out by matplotlib's constrained layout, which leaves room for the title
-    and for a legend placed outside the panels."""
-    return pyplot().subplots(rows, columns, figsize=(width, height), squeeze=False, layout="constrained")
-
-
-def _legend(fig: plt.Figure, handles, labels, ncol: int, title: str = "") -> None:
-    """One legend for the figure, below the panels (it never hides a curve), and the title."""
-    if handles:
-        fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False, fontsize=9)
-    if title:
-        fig.suptitle(title)
-
-
-def plot_metrics_vs_rate(
-    summaries: Mapping[str, pd.DataFrame], metrics: Sequence[str] = FIG1_METRICS, title: str = ""
-) -> plt.Figure:
-    """Paper 000, Fig. 1–4: one panel per metric against the labelling rate (%), one line per
-    method in its fixed style (:func:`method_style`), error bars of ±1 standard deviation over
-    repetitions, lines shifted by 0.3 % apiece so that equal values stay apart.
-
-    ``summaries`` maps a method key or label to the output of :func:`mlgraph.runner.summarise`.
-    """
-    fig, axes = _figure(1, len(metrics), 4.2 * len(metrics), 3.9)
-    for ax, metric in zip(axes[0], metrics, strict=True):
-        for i, (label, summary) in enumerate(summaries.items()):
-            _curve(
-                ax, summary["step"], summary[metric], summary[f"{metric}_std"], label, i, len(summaries), 0.3
-            )
-        ax.set_xlabel("labelling rate (%)")
-        ax.set_ylabel(metric_words(metric))
-        ax.grid(alpha=0.3)
-    _legend(fig, *axes[0][0].get_legend_handles_labels(), ncol=min(len(summaries), 7), title=title)
-    return fig
-
-
-def plot_rounds(
-    curves: Mapping[str, pd.DataFrame],
-    metrics: Sequence[str] = ("accuracy_a", "accuracy_b", "accuracy_all"),
-    title: str = "",
-    panels: Mapping[str, str] | None = None,
-) -> plt.Figure:
-    """Paper 001, Fig. 3: dual-set accuracies after each boosting round t, ±1 std over trials,
-    one line per run label: solid with model reuse, dotted without (as the paper draws them).
-    ``panels`` maps labels to a row title (e.g. ``B=1.05``), giving one row of panels per value
-    as the paper's sub-figures."""
-    rows = list(dict.fromkeys((panels or {}).get(label, "") for label in curves))
-    fig, axes = _figure(len(rows), len(metrics), 4.2 * len(metrics), 3.0 * len(rows) + 0.9)
-    for label, curve in curves.items():
-        row = rows.index((panels or {}).get(label, ""))
-        reuse = "model_reuse=False" not in label
-        style = {} if reuse else {"linestyle": ":", "markerfacecolor": "white"}
-        for ax, metric in zip(axes[row], metrics, strict=True):
-            _curve(
-                ax,
-                curve.index,
-                curve[metric],
-                curve[f"{metric}_std"],
-                label,
-                int(not reuse),
-                2,
-                0.08,
-                **style,
-            )
-    for row, name in enumerate(rows):
-        for ax, metric in zip(axes[row], metrics, strict=True):
-            ax.set_xlabel("boosting round t")
-            ax.set_ylabel(metric_words(metric))
-            if name:
-                ax.set_title(name)
-            ax.grid(alpha=0.3)
-    handles = {}
-    for ax in axes[:, 0]:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            handles.setdefault(label, handle)
-    _legend(fig, list(handles.values()), list(handles), ncol=min(len(handles), 4), title=title)
-    return fig
-
-
-def cd_figure(scores: pd.DataFrame, alpha: float, title: str, higher_is_better: bool = True) -> plt.Figure:
-    """:func:`mlgraph.stats.cd_diagram` with each method in its fixed colour."""
-    from mlgraph import stats
-
-    palette = {m: method_style(m)["color"] for m in scores.columns}
-    return stats.cd_diagram(
-        scores, alpha=alpha, title=title, higher_is_better=higher_is_better, color_palette=palette
-    )
-
-
-FIGURE_FORMATS = ("png", "svg", "pdf")
-PNG_DPI = 200
-
-
-def save_figure(fig: plt.Figure, path, formats: Sequence[str] = FIGURE_FORMATS) -> list[Path]:
-    """Write ``fig`` once per format (``path`` with its suffix replaced: PNG at 200 dpi, SVG and
-    PDF as vector graphics with the text embedded) and free it (sweeps create many figures);
-    return the paths written. The layout and the tight box are computed once and kept for every
-    format, which then draws once each instead of twice. On Linux, in a process running no other
-    thread, a forked child writes the formats after the first meanwhile (the run's figure takes
-    about a quarter less time); where it fails, they are written here."""
-    targets = [Path(path).with_suffix(f".{fmt}") for fmt in formats]
-    bbox = "tight"
-    if len(formats) > 1:
-        fig.draw_without_rendering()  # the layout, once
-        fig.set_layout_engine("none")
-        bbox = fig.get_tightbbox().padded(pyplot().rcParams["savefig.pad_inches"])
-    child = _fork_writer(fig, targets[1:], bbox) if len(formats) > 1 else None
-    _write_formats(fig, targets if child is None else targets[:1], bbox)
-    if child is not None:
-        _, status = os.waitpid(child, 0)
-        if status != 0 or not all(t.is_file() for t in targets[1:]):
-            _write_formats(fig, targets[1:], bbox)
-    pyplot().close(fig)
-    return targets
-
-
-def _write_formats(fig: plt.Figure, targets: Sequence[Path], bbox) -> None:
-    for target in targets:
-        fig.savefig(target, dpi=PNG_DPI if target.suffix == ".png" else "figure", bbox_inches=bbox)
-
-
-def _fork_writer(fig: plt.Figure, targets: Sequence[Path], bbox) -> int | None:
-    """The pid of a forked child writing ``targets``, or None where forking is not safe (not
-    Linux, or another thread, which may hold a lock the child would wait for forever)."""
-    if not sys.platform.startswith("linux") or threading.active_count() > 1:
-        return None
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            _write_formats(fig, targets, bbox)
-            code = 0
-        finally:
-            os._exit(code)
-    return pid
-
-
-def format_summary(summary: pd.DataFrame, metrics: Sequence[str] = FIG1_METRICS) -> str:
-    """Plain-text table: one row per labelling rate, ``mean ± std`` per metric."""
-    table = pd.DataFrame({"rate %": summary["step"].to_numpy()})
-    for metric in metrics:
-        table[metric] = [
-            f"{m:.4f} ± {s:.4f}" for m, s in zip(summary[metric], summary[f"{metric}_std"], strict=True)
-        ]
-    table["trials"] = summary["n_ok"].to_numpy()
-    if summary["n_failed"].any():
-        table["failed"] = summary["n_failed"].to_numpy()
-    return table.to_string(index=False)
-
-
-# --- Comparison report: runs read back from MLflow -------------------------------------------
-
-PAPER001_CSV = Path(__file__).resolve().parent / "data" / "builtin" / "paper001_tables.csv"
+PAPER001_CSV = Path(__file__).resolve().parents[1] / "data" / "builtin" / "paper001_tables.csv"
 
 
 def paper001_value(dataset: str, metric: str, method: str | None = None, B: float | None = None):
@@ -365,87 +46,16 @@ def paper001_value(dataset: str, metric: str, method: str | None = None, B: floa
 DUAL_METRICS = ("accuracy_a", "accuracy_b", "accuracy_all")
 
 
-def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
-    """The latest FINISHED run of each (dataset, method, selector, fraction) of ``experiment``
-    (report runs excluded)."""
-    import mlflow
-
-    from mlgraph.tracking import quiet_artifact_downloads
-
-    quiet_artifact_downloads()
-    mlflow.set_tracking_uri(uri)
-    runs = mlflow.search_runs(experiment_names=[experiment], filter_string="attributes.status = 'FINISHED'")
-    if runs.empty or "tags.method" not in runs:
-        raise LookupError(f"no finished run in MLflow experiment {experiment!r} at {uri}")
-    runs = runs[runs["tags.method"].notna() & runs["tags.dataset"].notna()].copy()
-    runs["tags.selector"] = runs.get("tags.selector", pd.Series(index=runs.index)).fillna("none")
-    fraction = runs["params.selector.fraction"] if "params.selector.fraction" in runs else None
-    runs["fraction"] = pd.to_numeric(pd.Series(fraction, index=runs.index), errors="coerce").fillna(1.0)
-    runs.loc[runs["tags.selector"] == "none", "fraction"] = 1.0
-    keys = [
-        "tags.dataset",
-        "tags.method",
-        "tags.selector",
-        "fraction",
-        *sorted(c for c in runs if c.startswith("params.method.")),
-    ]  # a B sweep keeps every B
-    runs = runs.sort_values("start_time").groupby(keys, dropna=False).tail(1)
-    order = {name: i for i, name in enumerate([*PAPER000, *PAPER002, *PAPER001])}
-    runs = runs.assign(_order=runs["tags.method"].map(lambda m: order.get(m, len(order))))
-    return runs.sort_values(["tags.dataset", "_order", "tags.method"], ignore_index=True)
-
-
-def _artifact_table(run_id: str, name: str, **read) -> pd.DataFrame:
-    import mlflow
-
-    return pd.read_csv(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=name), **read)
-
-
-def score_tables(trials: Mapping[str, pd.DataFrame], metrics: Sequence[str], blocks: str) -> dict:
-    """Per metric, a blocks × methods table of scores for the Friedman test: the mean over
-    repetitions per labelling rate (``blocks="rates"``, the paper's N = 10 for ten rates) or
-    every (rate, repetition) split (``"trials"``; all methods share the splits of a seed)."""
-    keys = {"rates": ["rate"], "trials": ["rate", "repetition"]}
-    if blocks not in keys:
-        raise ValueError(f"report.blocks must be one of {sorted(keys)}, got {blocks!r}")
-    tables = {}
-    for metric in metrics:
-        columns = {
-            label: t[t.status == "ok"].groupby(keys[blocks])[metric].mean() for label, t in trials.items()
-        }
-        # a method without scores has no ranking metric at all: ranked on the others only
-        columns = {label: c for label, c in columns.items() if c.notna().any()}
-        tables[metric] = pd.DataFrame(columns).dropna()  # blocks every method completed
-    return tables
-
-
-def markdown(table: pd.DataFrame, floatfmt: str = "{:.4f}") -> str:
-    """A pipe table (index included) for report.md."""
-
-    def cell(v):
-        if isinstance(v, float) and v != 0 and abs(v) < 1e-3:
-            return f"{v:.2e}"  # p-values
-        return floatfmt.format(v) if isinstance(v, float) else str(v)
-
-    header = [str(table.index.name or "")] + [str(c) for c in table.columns]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += [
-        "| " + " | ".join([str(i)] + [cell(v) for v in row]) + " |"
-        for i, row in zip(table.index, table.itertuples(index=False), strict=True)
-    ]
-    return "\n".join(lines)
-
-
 def dataset_report(dataset: str, runs: pd.DataFrame, cfg, out: Path) -> list[str]:
     """Figure, Friedman table, rank-sum differences and CD diagrams of one dataset; returns the
     markdown section."""
-    from mlgraph import stats
+    from mlgraph.evaluation import stats
 
     out.mkdir(parents=True, exist_ok=True)
     summaries, trials = {}, {}
     for run_id, method in zip(runs.run_id, runs["tags.method"], strict=True):
-        summaries[method_label(method)] = _artifact_table(run_id, "summary.csv", index_col=0)
-        trials[method_label(method)] = _artifact_table(run_id, "trials.csv")
+        summaries[method_label(method)] = artifact_table(run_id, "summary.csv", index_col=0)
+        trials[method_label(method)] = artifact_table(run_id, "trials.csv")
     metrics = list(cfg.metrics)
     fig = plot_metrics_vs_rate(summaries, metrics, title=f"{len(summaries)} methods on {dataset}")
     save_figure(fig, out / "metrics_vs_rate.png")
@@ -486,44 +96,6 @@ def dataset_report(dataset: str, runs: pd.DataFrame, cfg, out: Path) -> list[str
     return section + [""]
 
 
-FS_METRICS = ("hamming_loss", "micro_f1", "macro_f1")  # paper 004, Figs. 3-6
-
-
-def plot_fraction_curves(
-    runs: pd.DataFrame, metrics: Sequence[str] = FS_METRICS, title: str = ""
-) -> plt.Figure:
-    """Paper 004, Figs. 3-6: each metric (mean ± std over folds) against the % of features kept,
-    one line per selector in its fixed style, one row of panels per classifier; all features as
-    a black dashed horizontal line."""
-    methods = list(dict.fromkeys(runs["tags.method"]))
-    fig, axes = _figure(len(methods), len(metrics), 4.2 * len(metrics), 3.2 * len(methods) + 0.7)
-    for row, method in zip(axes, methods, strict=True):
-        mine = runs[runs["tags.method"] == method]
-        selected = mine[mine["tags.selector"] != "none"]
-        selectors = sorted(selected["tags.selector"].unique(), key=list(STYLES).index)
-        for ax, metric in zip(row, metrics, strict=True):
-            for i, selector in enumerate(selectors):
-                group = selected[selected["tags.selector"] == selector].sort_values("fraction")
-                _curve(
-                    ax,
-                    100 * group["fraction"],
-                    group[f"metrics.{metric}"],
-                    group[f"metrics.{metric}_std"],
-                    method_label(selector),
-                    i,
-                    len(selectors),
-                    0.8,
-                )
-            for value in mine.loc[mine["tags.selector"] == "none", f"metrics.{metric}"]:
-                ax.axhline(value, linewidth=1.2, label=method_label("none"), **method_style("none"))
-            ax.set_xlabel("features kept (%)")
-            ax.set_ylabel(metric_words(metric))
-            ax.set_title(method_label(method))
-            ax.grid(alpha=0.3)
-    _legend(fig, *axes[0][0].get_legend_handles_labels(), ncol=5, title=title)
-    return fig
-
-
 def fraction_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
     """Curves and the table (metric per selector and fraction) of one dataset's feature sweep."""
     out.mkdir(parents=True, exist_ok=True)
@@ -554,7 +126,7 @@ def fraction_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
 # --- Paper 002, Tables 2/3: one number per (method, dataset), the paper's beside it ----------
 
 TABLE_METRICS = ("hamming_loss", "one_error", "coverage_norm", "ranking_loss", "avg_precision", "macro_auc")
-PAPER002_CSV = Path(__file__).resolve().parent / "data" / "builtin" / "paper002_tables.csv"
+PAPER002_CSV = Path(__file__).resolve().parents[1] / "data" / "builtin" / "paper002_tables.csv"
 # The CSV uses our dataset names; the paper's where they differ. Data sets we lack keep the paper's.
 PAPER002_NAMES = {
     "cal500": "CAL500",
@@ -825,7 +397,7 @@ def dual_set_report(dataset: str, runs: pd.DataFrame, out: Path) -> list[str]:
     curves, panels = {}, {}
     for _, run in runs.iterrows():
         try:
-            curves[run["label"]] = _artifact_table(run["run_id"], "rounds.csv", index_col=0)
+            curves[run["label"]] = artifact_table(run["run_id"], "rounds.csv", index_col=0)
         except Exception:  # methods without boosting rounds have no curve
             continue
         if paper_b:  # Fig. 3's sub-figures: one per B
@@ -844,7 +416,7 @@ def build_report(cfg) -> Path:
     ``cfg.report.out/<experiment>/`` and log it as the artifacts of a ``report`` run."""
     import mlflow
 
-    from mlgraph.tracking import log_batch, provenance_tags, setup_from_config
+    from mlgraph.tracking.store import log_batch, provenance_tags, setup_from_config
 
     experiment = cfg.tracking.experiment
     experiment_id = setup_from_config(cfg.tracking)
@@ -871,7 +443,7 @@ def build_report(cfg) -> Path:
             else:
                 sections += dataset_report(dataset, group, cfg.report, out / dataset)
     if cfg.report.get("baseline"):  # e.g. tuning=inner beside the explore-tuned comparison
-        from mlgraph.side_by_side import side_by_side_section
+        from mlgraph.reporting.side_by_side import side_by_side_section
 
         sections += side_by_side_section(cfg, experiment, out)
     (out / "report.md").write_text("\n".join(sections))
@@ -888,11 +460,11 @@ def build_report(cfg) -> Path:
 
 def main(argv: list[str] | None = None) -> None:
     """``mlgraph report experiment=ssl_comparison [report.alpha=0.1 ...]`` (or ``python -m
-    mlgraph.report ...``): the same config composition as ``mlgraph run`` (so the preset names
+    mlgraph.reporting.report ...``): the same config composition as ``mlgraph run`` (so the preset names
     the MLflow experiment), as a Hydra job whose folder keeps the log; ``--help`` lists the options."""
     import sys
 
-    from mlgraph.cli import hydra_main
+    from mlgraph.config.app import hydra_main
 
     hydra_main(build_report, sys.argv[1:] if argv is None else argv, "report")
 

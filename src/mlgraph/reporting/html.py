@@ -71,7 +71,7 @@ def table(
 
 
 def figure(paths: Sequence[Path], caption: str, relative_to: Path) -> str:
-    """Embed the SVG of a figure written by :func:`mlgraph.report.save_figure` as a data URI, with
+    """Embed the SVG of a figure written by :func:`mlgraph.reporting.report.save_figure` as a data URI, with
     links to its PNG and PDF beside the report."""
     svg = next(p for p in paths if p.suffix == ".svg")
     data = base64.b64encode(svg.read_bytes()).decode("ascii")

@@ -12,7 +12,7 @@ it. OpenBLAS stops and restarts its own threads around a fork. So callers fork o
 limited to one thread (:func:`forked` takes care of the rest) and spawn the others.
 
 Every worker ignores Ctrl-C (the parent handles it and kills its workers), takes SIGTERM's
-default action, and dies with its parent (:func:`mlgraph.signals.die_with_parent`).
+default action, and dies with its parent (:func:`mlgraph.processes.signals.die_with_parent`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
-from mlgraph.signals import die_with_parent
+from mlgraph.processes.signals import die_with_parent
 
 __all__ = ["FORK", "forked"]
 
