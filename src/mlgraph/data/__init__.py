@@ -1,8 +1,14 @@
 """Multi-label benchmark data: a fast ARFF reader, MULAN datasets, and the dataset registry
 (``load_dataset("bibtex")``: every benchmark by name, found locally or downloaded and verified)."""
 
-from mlgraph.data.arff import ArffError, read_arff
-from mlgraph.data.mulan import MultiLabelDataset, load_mulan, read_label_names
+from mlgraph.data.arff import ArffError, DataWarning, read_arff
+from mlgraph.data.mulan import (
+    ConstantFeatureWarning,
+    MultiLabelDataset,
+    UnlistedLabelWarning,
+    load_mulan,
+    read_label_names,
+)
 from mlgraph.data.registry import (
     ChecksumError,
     DatasetNotFoundError,
@@ -22,9 +28,12 @@ from mlgraph.data.registry import (
 __all__ = [
     "ArffError",
     "ChecksumError",
+    "ConstantFeatureWarning",
+    "DataWarning",
     "DatasetNotFoundError",
     "MultiLabelDataset",
     "RegisteredFile",
+    "UnlistedLabelWarning",
     "cache_dir",
     "data_dirs",
     "dataset_files",

@@ -108,6 +108,12 @@ class ArffError(ValueError):
         self.column = column
 
 
+class DataWarning(UserWarning):
+    """A note on a dataset as read: the data are used as they are, but something in them is
+    worth knowing (an attribute dropped, a feature without information, an attribute that looks
+    like an unlisted label). ``warnings.simplefilter("ignore", DataWarning)`` silences them all."""
+
+
 def raise_at(message: str, source, locate, row: int, column) -> None:
     """Raise :class:`ArffError` at the file line and column of a data ``row`` and attribute or
     column, as the reader's ``locate(row, column)`` finds them."""

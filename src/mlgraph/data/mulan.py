@@ -26,6 +26,18 @@ Missing feature values (``?``) are an error naming the file, line and attribute,
 request (``missing="zero"`` or ``"mean"``), or kept as NaN (``missing="keep"``, for methods with
 rules of their own, e.g. Weka's distance); a missing label is always an error. Every problem is
 an :class:`~mlgraph.data.arff.ArffError` that names the file and never quotes its content.
+
+Notes that leave the data as read are warnings of class :class:`~mlgraph.data.arff.DataWarning`,
+one line each, at most one of a kind per load:
+
+- :class:`UnlistedLabelWarning`: an attribute the XML file does not list is a feature (as in
+  MULAN), but a binary one (nominal ``{0,1}``, or numeric with only 0 and 1) that sits between two
+  listed labels in the ARFF order, or next to the first or last of them, is likely a label left
+  out of the XML. Next to the labels, a run of such attributes is named when it is at most half
+  as long as the list of labels (at least one attribute): a longer run is taken for a block of
+  binary features (bibtex's 1836 words, flags' five {0,1} features before its seven labels).
+- :class:`ConstantFeatureWarning`: how many features have one value over all rows read (they
+  are kept; they carry no information).
 """
 
 from __future__ import annotations
@@ -49,6 +61,7 @@ from mlgraph.data.arff import (
     ArffData,
     ArffError,
     Attribute,
+    DataWarning,
     data_row_line,
     parse_arff,
     raise_at,
@@ -65,6 +78,15 @@ _WEKA_FILTER = "-weka.filters."
 LABELS_NAMESPACE = "http://mulan.sourceforge.net/labels"
 _LABEL_TAGS = (f"{{{LABELS_NAMESPACE}}}label", "label")
 _ROOT_TAGS = (f"{{{LABELS_NAMESPACE}}}labels", "labels")
+
+
+class UnlistedLabelWarning(DataWarning):
+    """Binary attributes among or next to the labels of a MULAN XML file are not listed in it and
+    are read as features (see the module docstring)."""
+
+
+class ConstantFeatureWarning(DataWarning):
+    """Some features have one value over every row read."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,10 +189,15 @@ def load_mulan(
 
     X, feature_names, feature_attribute = _features(parsed, source, feature_idx)
     X = check_missing(X, feature_names, missing, source, lambda row, col: locate(row, feature_attribute[col]))
+    Y = _labels(parsed, source, label_idx, locate)
+    # notes on a dataset that loads (one of each kind at most)
+    if xml_path is not None:
+        warn_unlisted_labels(parsed, source, xml_path, label_idx, feature_idx)
+    warn_constant_features(X, source)
     return MultiLabelDataset(
         name=name or _stem(arff_path),
         X=X,
-        Y=_labels(parsed, source, label_idx, locate),
+        Y=Y,
         feature_names=tuple(feature_names),
         label_names=tuple(parsed.attributes[j].name for j in label_idx),
         sha256=hashlib.sha256(raw).hexdigest(),
@@ -319,7 +346,9 @@ def _feature_indices(parsed: ArffData, source: str, label_idx: list[int], drop: 
     unusable = [j for j in candidates if parsed.attributes[j].kind in ("string", "date")]
     if unusable:
         names = _names([parsed.attributes[j].name for j in unusable])
-        warnings.warn(f"{source}: string/date attribute(s) {names} are not features; dropped", stacklevel=3)
+        warnings.warn(
+            f"{source}: string/date attribute(s) {names} are not features; dropped", DataWarning, stacklevel=3
+        )
     return [j for j in candidates if j not in set(unusable)]
 
 
@@ -373,6 +402,122 @@ def _binary_values(attribute: Attribute, source: str) -> np.ndarray:
         "labels must be nominal {0,1} or numeric 0/1",
         source=source,
     )
+
+
+def unlisted_labels(parsed: ArffData, label_idx: list[int], feature_idx: list[int]) -> list[int]:
+    """Feature attributes (ARFF order) that look like labels left out of the label list: binary
+    ones (nominal ``{0,1}``, numeric with only 0 and 1) between the first and last label in the
+    ARFF order, and each run of binary features directly before or after them that is at most
+    ``max(1, len(label_idx) // 2)`` long (a longer run is a block of binary features)."""
+    features = set(feature_idx)
+    lo, hi = min(label_idx), max(label_idx)
+    limit = max(1, len(label_idx) // 2)
+    inside = [j for j in range(lo + 1, hi) if j in features]
+    # one past the limit on each side: a run that long is not reported
+    before = list(range(lo - 1, max(lo - limit - 2, -1), -1))
+    after = list(range(hi + 1, min(hi + limit + 2, len(parsed.attributes))))
+    binary = _binary_attributes(parsed, [j for j in inside + before + after if j in features])
+    found = [j for j in inside if j in binary]
+    for side in (before, after):
+        run = list(itertools.takewhile(binary.__contains__, side))
+        if len(run) <= limit:
+            found += run
+    return sorted(found)
+
+
+def _binary_attributes(parsed: ArffData, attributes: list[int]) -> set[int]:
+    """Those of ``attributes`` that are nominal ``{0,1}`` (in any order) or numeric with every
+    value 0 or 1 (vectorised over the data: a dense block, or a sparse one's stored values)."""
+    binary = set()
+    numeric = []
+    for j in attributes:
+        attribute = parsed.attributes[j]
+        if attribute.kind == "numeric":
+            numeric.append(j)
+        elif attribute.kind == "nominal" and sorted(_numbers(attribute.values)) == [0.0, 1.0]:
+            binary.add(j)
+    if numeric:
+        block = parsed.data[:, numeric]
+        if sp.issparse(block):
+            block = sp.csr_matrix(block)
+            other = (block.data != 0) & (block.data != 1)  # NaN (missing) too
+            is_binary = np.bincount(block.indices[other], minlength=len(numeric)) == 0
+        else:
+            is_binary = ((block == 0) | (block == 1)).all(axis=0)
+        binary.update(j for j, ok in zip(numeric, is_binary, strict=True) if ok)
+    return binary
+
+
+def _numbers(values: tuple[str, ...] | None) -> list[float]:
+    """Declared nominal values as numbers ([] when one is not a number)."""
+    try:
+        return [float(v) for v in values or ()]
+    except ValueError:
+        return []
+
+
+def warn_unlisted_labels(
+    parsed: ArffData,
+    source: str,
+    xml_path: str | Path,
+    label_idx: list[int],
+    feature_idx: list[int],
+    stacklevel: int = 2,
+) -> None:
+    """One :class:`UnlistedLabelWarning` naming the attributes of :func:`unlisted_labels`."""
+    unlisted = unlisted_labels(parsed, label_idx, feature_idx)
+    if unlisted:
+        names = _names([parsed.attributes[j].name for j in unlisted])
+        if len(unlisted) == 1:
+            what = f"binary attribute {names} sits", "is", "it is read as a feature", "it a label", "it"
+        else:
+            what = f"binary attributes {names} sit", "are", "they are read as features", "them labels", "each"
+        warnings.warn(
+            f"{source}: {what[0]} among or next to the labels of {xml_path} but {what[1]} not listed "
+            f'there, so {what[2]}, as MULAN does; to make {what[3]}, add <label name="..."/> for '
+            f"{what[4]} to {xml_path}",
+            UnlistedLabelWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
+def constant_features(X: np.ndarray | sp.spmatrix) -> np.ndarray:
+    """Boolean mask of the columns of X with one value over all rows (NaN ignored; a column with
+    no value but NaN counts as constant). Sparse X is read through its stored entries (one pass
+    over them, no dense copy): a column with fewer entries than rows also holds 0."""
+    n, d = X.shape
+    if sp.issparse(X):
+        X = X if X.format in ("csr", "csc", "coo") else X.tocsr()
+        data = X.data
+        columns = X.indices if X.format == "csr" else X.col if X.format == "coo" else None
+        if columns is None:  # CSC: the column of each entry from indptr
+            columns = np.repeat(np.arange(d), np.diff(X.indptr))
+        hi, lo = np.full(d, -np.inf), np.full(d, np.inf)
+        np.fmax.at(hi, columns, data)
+        np.fmin.at(lo, columns, data)
+        zeros = np.bincount(columns, minlength=d) < n  # implicit zeros
+        hi[zeros], lo[zeros] = np.fmax(hi[zeros], 0.0), np.fmin(lo[zeros], 0.0)
+    else:
+        X = np.asarray(X)
+        if n == 0:
+            return np.ones(d, dtype=bool)
+        hi, lo = np.fmax.reduce(X, axis=0), np.fmin.reduce(X, axis=0)
+        hi, lo = np.where(np.isnan(hi), -np.inf, hi), np.where(np.isnan(lo), np.inf, lo)
+    return (hi == lo) | (hi < lo)  # hi < lo: no value but NaN
+
+
+def warn_constant_features(X: np.ndarray | sp.spmatrix, where: str, stacklevel: int = 2) -> None:
+    """One :class:`ConstantFeatureWarning` when features of X are constant over its rows;
+    ``where`` names the file(s) read."""
+    n_constant = int(constant_features(X).sum()) if X.shape[1] else 0
+    if n_constant:
+        warnings.warn(
+            f"{where}: {n_constant} of {X.shape[1]} features are constant over all {X.shape[0]} rows; "
+            "they are kept but carry no information (selectors rank them last, standardisation "
+            "gives them no weight)",
+            ConstantFeatureWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def _features(

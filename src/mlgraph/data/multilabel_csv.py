@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from mlgraph.data.arff import ArffError, decode_text, raise_at, read_bytes, show
-from mlgraph.data.mulan import MissingPolicy, MultiLabelDataset, check_missing
+from mlgraph.data.mulan import MissingPolicy, MultiLabelDataset, check_missing, warn_constant_features
 from mlgraph.data.registry import ChecksumError, find_file
 
 __all__ = ["load_csv_dataset"]
@@ -64,6 +64,7 @@ def load_csv_dataset(
     Y = np.column_stack([_label(table, c, source, locate) for c in labels]).astype(np.int8)
     X = np.column_stack([_feature(table, c, source, locate) for c in features] or [np.empty((len(table), 0))])
     X = check_missing(X, features, missing, source, lambda row, k: locate(row, features[k]))
+    warn_constant_features(X, source)
     return MultiLabelDataset(
         name=name or Path(source).name.removesuffix(".gz").removesuffix(".csv"),
         X=X,

@@ -4,7 +4,7 @@
 (labels by name from the XML, the same ``drop`` list); :func:`combine_split` checks that they
 describe the same data (every attribute but the dropped identifiers declared alike: name, type
 and nominal values, so that codes mean the same in both) and stacks them, training rows first:
-``n_train`` is the boundary that ``protocol=fixed`` (:func:`mlgraph.protocols.fixed_split_trials`)
+``n_train`` is the boundary that ``protocol=fixed`` (:func:`mlgraph.evaluation.protocols.fixed_split_trials`)
 evaluates.
 
 Identifier overlap. A dataset with an identifier attribute (one in ``drop``, e.g. genbase's
@@ -30,8 +30,14 @@ from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 
-from mlgraph.data.arff import ArffData, read_arff
-from mlgraph.data.mulan import MissingPolicy, MultiLabelDataset
+from mlgraph.data.arff import ArffData, DataWarning, read_arff
+from mlgraph.data.mulan import (
+    ConstantFeatureWarning,
+    MissingPolicy,
+    MultiLabelDataset,
+    UnlistedLabelWarning,
+    warn_constant_features,
+)
 from mlgraph.data.registry import dataset_path, find_file, load_dataset, registry
 
 __all__ = ["SPLIT_KEYS", "SplitDataset", "combine_split", "load_fixed_split"]
@@ -127,7 +133,7 @@ def combine_split(
             f"{train.name}: {len(shared)} instance(s) of the published test file are also in "
             f"the training file ({listed}); removed from the training part "
             "(dataset.split_overlap=keep uses the files as published)",
-            UserWarning,
+            DataWarning,
             stacklevel=2,
         )
     info = {"overlap": tuple(sorted(shared, key=str)), "n_removed_from_train": int((~keep).sum())}
@@ -189,8 +195,9 @@ def load_fixed_split(
         paths = [find_file(train_file, extra), find_file(test_arff, extra)]
     if drop is None:
         drop = entry.drop if entry is not None else ()
-    train, test = (
-        load_dataset(
+
+    def load(path: Path) -> MultiLabelDataset:
+        return load_dataset(
             name,
             str(path),
             xml,
@@ -201,6 +208,14 @@ def load_fixed_split(
             verify=verify,
             missing=missing,
         )
-        for path in paths
-    )
-    return combine_split(train, test, *paths, identifiers=drop, split_overlap=split_overlap)
+
+    # Data notes once per split: constant features over both files together, unlisted labels
+    # from the training file (the test file declares the same attributes).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstantFeatureWarning)
+        train = load(paths[0])
+        warnings.simplefilter("ignore", UnlistedLabelWarning)
+        test = load(paths[1])
+    data = combine_split(train, test, *paths, identifiers=drop, split_overlap=split_overlap)
+    warn_constant_features(data.X, f"{paths[0]} + {paths[1]}")
+    return data
