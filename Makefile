@@ -12,10 +12,13 @@ ARGS   ?=
         test-ui test-wheel
 
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	@echo "Installing mlgraph with its test tools into $(VENV) (once; about 1.5 min on 2 cores)..."
+	@start=$$(date +%s); \
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
+	$(BIN)/python -m pip install --quiet --upgrade pip && \
+	$(BIN)/python -m pip install --quiet -e '.[test]' && \
+	echo "Installed in $$(( $$(date +%s) - start )) s: $$($(BIN)/python -m pip list 2>/dev/null | tail -n +3 | wc -l) packages."
+	@touch $(STAMP)
 
 install: $(STAMP)  ## create .venv and install mlgraph with its test tools
 

@@ -33,6 +33,7 @@ extensions = [
     "sphinx_copybutton",
     "sphinx_gallery.gen_gallery",
     "plain_docstrings",  # docs/_ext: lists, |S| and trailing underscores of plain-text docstrings
+    "layer_picture",  # docs/_ext: the package's layers drawn from its imports (architecture page)
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}

@@ -10,7 +10,8 @@ them before Sphinx parses a docstring (after napoleon), so the source stays read
 - a name ending in an underscore (a fitted attribute such as ``n_rounds_``) is not a hyperlink
   reference: the underscore is escaped outside literals;
 
-and it lengthens a section underline that is shorter than its title. Anything else that is not
+and it lengthens a section underline that is shorter than its title. The API tables' one-line
+summaries read past abbreviations such as "Eq." instead of ending the sentence there. Anything else that is not
 valid reStructuredText still fails the strict build, as it should.
 
 It also resolves references to the names a package re-exports (``mlgraph.methods.MLMR`` is
@@ -112,7 +113,15 @@ def _missing_reference(app, env, node, contnode):
     return None
 
 
+# Abbreviations that end no sentence: autosummary's one-line summaries read on past them
+# (otherwise "... (paper 000, Eq. 19)" is cut at "Eq.").
+ABBREVIATIONS = ("Eq.", "Eqs.", "Fig.", "Figs.", "Sec.", "cf.", "vs.", "approx.", "resp.")
+
+
 def setup(app):
+    from sphinx.ext import autosummary
+
+    autosummary.WELL_KNOWN_ABBREVIATIONS = (*autosummary.WELL_KNOWN_ABBREVIATIONS, *ABBREVIATIONS)
     app.connect("autodoc-process-docstring", _process, priority=600)  # after napoleon (500)
     app.connect("missing-reference", _missing_reference)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

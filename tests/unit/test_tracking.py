@@ -94,3 +94,16 @@ def test_selection_rule_prefers_largest_gamma_I_within_tolerance():
     text = hparams_yaml(chosen, ("method.gamma_A", "method.gamma_I"), "a test")
     assert OmegaConf.create(text).method == {"gamma_A": 0.01, "gamma_I": 10}
     assert text.startswith("# @package _global_")
+
+
+def test_experiments_open_in_the_model_training_view(tmp_path):
+    """MLflow 3's UI opens an experiment without ``mlflow.experimentKind`` in its GenAI view."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = mlflow.MlflowClient(uri)
+    made = setup_experiment(uri, "made_here")
+    assert client.get_experiment(made).tags["mlflow.experimentKind"] == "custom_model_development"
+    setup_experiment(uri, "made_here")  # a second set-up leaves it as it is
+    older = client.create_experiment("made_by_mlflow")  # one made before mlgraph tagged them
+    assert "mlflow.experimentKind" not in client.get_experiment(older).tags
+    setup_experiment(uri, "made_by_mlflow")
+    assert client.get_experiment(older).tags["mlflow.experimentKind"] == "custom_model_development"

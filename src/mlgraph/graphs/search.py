@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from mlgraph.config.extras import require
+
 from .kernels import blas_threads, squared_distances
 
 __all__ = ["SEARCHES", "approximate_neighbours", "check_search", "knn_recall"]
@@ -50,11 +52,7 @@ def check_search(search: str, kind: str = "knn") -> str:
 
 
 def _faiss():
-    try:
-        import faiss
-    except ImportError as exc:  # a dependency of mlgraph; only a broken install lacks it
-        raise ImportError("search='approximate' needs faiss: pip install faiss-cpu") from exc
-    return faiss
+    return require("approximate")  # faiss, an optional extra
 
 
 def approximate_neighbours(X: np.ndarray, k: int) -> np.ndarray:

@@ -304,6 +304,10 @@ def setup_experiment(uri: str, experiment: str, artifact_location: str | None = 
     return experiment_id
 
 
+# MLflow 3's UI opens an experiment without this tag in its GenAI view; these are model-training runs.
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+
+
 def _experiment_id(client, experiment: str, artifact_location: str | None) -> str:
     """The id of ``experiment`` through MLflow ``client``, created if it does not exist (by this
     process or, in a race, by another)."""
@@ -311,9 +315,14 @@ def _experiment_id(client, experiment: str, artifact_location: str | None) -> st
 
     found = client.get_experiment_by_name(experiment)
     if found is not None:
+        if EXPERIMENT_KIND[0] not in found.tags:  # an experiment made before mlgraph set it
+            with contextlib.suppress(mlflow.exceptions.MlflowException):  # a reader may not tag
+                client.set_experiment_tag(found.experiment_id, *EXPERIMENT_KIND)
         return found.experiment_id
     try:
-        return client.create_experiment(experiment, artifact_location=artifact_location)
+        return client.create_experiment(
+            experiment, artifact_location=artifact_location, tags=dict([EXPERIMENT_KIND])
+        )
     except mlflow.exceptions.MlflowException:
         found = client.get_experiment_by_name(experiment)
         if found is None:
