@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from mlgraph.reporting import reproduce as reproduce_module
+from mlgraph.reporting.reproduce import presets
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +62,15 @@ def test_reproduce_runs_what_is_missing_and_reports_the_conclusions(tmp_path):
     assert not re.search(r"(src|href)=['\"]https?:", text)
     assert "mlgraph run experiment=ssl_comparison tracking.experiment=reproduce-000-quick resume=true" in text
     assert runs[0].data.tags["dataset_sha256"] in text  # the checksum the runs recorded
+    # one section per table or figure of the paper, in the summary too, open where something fails
+    opened = set(re.findall(r'<details class="part" id="([\w-]+)" open>', text))
+    closed = set(re.findall(r'<details class="part" id="([\w-]+)">', text))
+    assert {"part-fig-1", "part-table-2", "part-table-3", "part-fig-2", "part-conclusion"} <= opened | closed
+    assert "part-fig-2" in closed  # scene: nothing ran, so nothing fails
+    for anchor in opened | closed:
+        assert f'href="#{anchor}"' in text
+        section = text.split(f'id="{anchor}"')[1].split("</details>")[0]
+        assert ('class="badge bad"' in section) == (anchor in opened), anchor
     assert "paper 000 (--quick): runs" in second.stdout and "report: " in second.stdout
 
 
@@ -86,9 +96,7 @@ def test_reproduce_compares_each_cell_of_the_papers_table(tmp_path):
 
 
 def test_report_of_an_empty_store_says_what_is_missing_and_still_builds(tmp_path, monkeypatch):
-    monkeypatch.setattr(
-        reproduce_module, "missing_files", lambda d: [] if d != "mediamill" else ["mediamill.arff"]
-    )
+    monkeypatch.setattr(presets, "missing_files", lambda d: [] if d != "mediamill" else ["mediamill.arff"])
     plan = reproduce_module.make_plan(reproduce_module.paper_spec("000"), quick=True)
     path = reproduce_module.write_report(
         plan, f"sqlite:///{tmp_path}/mlflow.db", tmp_path / "report", [], ["000", "--quick"]

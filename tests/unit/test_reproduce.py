@@ -1,6 +1,6 @@
 """``mlgraph reproduce``: the transcribed paper tables and stated conclusions against the papers'
-text, the verdict rules, the plan (presets, missing data sets, stand-ins) and the report of an
-empty store."""
+text, the verdict rules and the precision their evidence is printed to, the plan (presets,
+missing data sets, stand-ins) and the report's sections."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from mlgraph.evaluation.figures import STYLES
 from mlgraph.evaluation.metrics import DUAL_SET_METRICS, METRICS
 from mlgraph.reporting import reproduce as P
+from mlgraph.reporting.reproduce import page, papers, presets
 
 
 def _paper_text(paper: str) -> str | None:
@@ -86,6 +87,7 @@ def test_every_stated_conclusion_is_quoted_from_the_paper_and_checkable(paper):
     )
     all_notes = P.notes()
     kinds = {"friedman", "posthoc", "order", "similar", "increases", "significant", "share", "suits"}
+    assert set(P.CLAIM_KINDS) == kinds
     for claim in spec["claim"]:
         if text is not None:
             assert _normal(claim["quote"]) in _normal(text), claim["quote"]
@@ -126,7 +128,7 @@ def _scores(values: dict, metric="avg_precision", std=0.01) -> pd.DataFrame:
         for method, series in values.items()
         for x, v in zip((5, 10, 15), series, strict=True)
     ]
-    return P._frame(rows)
+    return P.scores_frame(rows)
 
 
 def test_order_claims_every_most_mean_any_and_others():
@@ -163,7 +165,7 @@ def test_similar_and_share_claims():
     # |diff| ≤ sqrt((0.01² + 0.01²) / 2) = 0.01 at 5 % and 10 %, not at 15 %
     assert P.check_similar(scores, {"methods": ["a", "b"], "at": [5, 10]})[0] == P.HELD
     assert P.check_similar(scores, {"methods": ["a", "b"]})[0] == P.NOT_HELD
-    cases = P._frame(
+    cases = P.scores_frame(
         [
             (d, "", m, "avg_precision", np.nan, v, 0.01)
             for d, vals in {"d1": (0.8, 0.7), "d2": (0.6, 0.6), "d3": (0.5, 0.7)}.items()
@@ -186,7 +188,7 @@ def test_an_unknown_paper_is_one_paragraph_naming_the_papers(capsys):
 
 def test_plan_lists_missing_data_with_the_fetch_command_and_uses_stand_ins(monkeypatch):
     here = {"emotions", "scene", "yeast", "mediamill-small"}
-    monkeypatch.setattr(P, "missing_files", lambda d: [] if d in here else [f"{d}.arff"])
+    monkeypatch.setattr(presets, "missing_files", lambda d: [] if d in here else [f"{d}.arff"])
     plan = P.make_plan(P.paper_spec("000"), quick=True, overrides=["seed=1"])
     assert plan.experiment == "reproduce-000-quick"
     (mediamill,) = plan.missing
@@ -204,7 +206,7 @@ def test_plan_lists_missing_data_with_the_fetch_command_and_uses_stand_ins(monke
 
 
 def test_quick_leaves_out_the_slow_data_sets_and_says_so(monkeypatch):
-    monkeypatch.setattr(P, "missing_files", lambda d: [])
+    monkeypatch.setattr(presets, "missing_files", lambda d: [])
     plan = P.make_plan(P.paper_spec("002"), quick=True)
     ((_, args),) = plan.commands
     assert "hydra.sweeper.params.dataset='cal500,langlog,enron,scene,yeast,slashdot'" in args
@@ -216,7 +218,135 @@ def test_quick_leaves_out_the_slow_data_sets_and_says_so(monkeypatch):
 
 
 def test_a_paper_whose_data_set_is_missing_runs_nothing_but_says_why(monkeypatch):
-    monkeypatch.setattr(P, "missing_files", lambda d: ["voice.csv"])
+    monkeypatch.setattr(presets, "missing_files", lambda d: ["voice.csv"])
     plan = P.make_plan(P.paper_spec("001"), quick=True)
     assert plan.commands == []
     assert any(m.dataset == "frequency_gender" and "voice --fetch" in m.fetch for m in plan.missing)
+
+
+# --------------------------------------------------------------------------
+# The precision of the evidence
+# --------------------------------------------------------------------------
+def _printed(value: float, decimals: int) -> float:
+    return float(f"{value:.{decimals}f}")
+
+
+def test_compared_numbers_print_to_the_decimals_that_decide_them():
+    assert P.decisive_decimals(0.8494, 0.8489) == (4, 4)  # both read 0.849 at three decimals
+    assert P.decisive_decimals(0.8494, 0.7841) == (3, 3)
+    assert P.decisive_decimals(0.5, 0.5) == (3, 3)  # a tie prints as one
+    assert P.decisive_decimals(0.12349, 0.1235) == (5, 5)  # 0.1235 against 0.1235 at four
+    assert P.decisive_decimals(43.5, 29.35, (1, 2)) == (1, 2)
+    assert P.decisive_decimals(np.nan, 0.5) == (3, 3)
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        a = rng.uniform(0, 1)
+        b = a + rng.choice([-1, 1]) * rng.uniform(1, 10) * 10.0 ** -rng.integers(2, 7)
+        da, db = P.decisive_decimals(a, b)
+        assert np.sign(_printed(a, da) - _printed(b, db)) == np.sign(a - b), (a, b)
+        if da > 3:  # one decimal fewer would not show the order
+            assert np.sign(_printed(a, da - 1) - _printed(b, db - 1)) != np.sign(a - b), (a, b)
+
+
+def test_an_order_claim_shows_the_digits_its_verdict_turns_on():
+    close = _scores({"a": [0.84941, 0.7, 0.7], "b": [0.84938, 0.6, 0.6]})
+    claim = {"winners": ["a"], "losers": ["b"], "at": [5]}
+    assert P.check_order(close, "avg_precision", claim) == (P.HELD, "5 %: a 0.84941 vs b 0.84938")
+    reverse = {"winners": ["b"], "losers": ["a"], "at": [5]}
+    assert P.check_order(close, "avg_precision", reverse) == (P.NOT_HELD, "5 %: b 0.84938 vs a 0.84941")
+    tie = _scores({"a": [0.849, 0.7, 0.7], "b": [0.849, 0.6, 0.6]})
+    assert P.check_order(tie, "avg_precision", claim) == (P.NOT_HELD, "5 %: a 0.849 vs b 0.849")
+    # similar: the range 0.0101 exceeds the std 0.0100, which three decimals would hide
+    pair = _scores({"a": [0.7, 0.7, 0.7], "b": [0.7101, 0.7, 0.7]}, std=0.01)
+    assert P.check_similar(pair, {"methods": ["a", "b"], "at": [5]}) == (
+        P.NOT_HELD,
+        "5 %: range 0.0101 vs std 0.0100",
+    )
+
+
+def test_a_cell_shows_its_difference_against_the_tolerance_it_is_held_to():
+    verdict, tolerance = P.cell_verdict(0.7656, np.nan, 0.765, np.nan, 3)
+    assert (verdict, tolerance) == ("not reproduced", pytest.approx(0.0005))
+    row = pd.Series(
+        {
+            "paper_mean": 0.765,
+            "paper_std": np.nan,
+            "ours_mean": 0.7656,
+            "ours_std": np.nan,
+            "difference": 0.7656 - 0.765,
+            "tolerance": tolerance,
+            "verdict": verdict,
+            "notes": "krr,unknown",
+        }
+    )
+    shown = papers.cell(row, 3)
+    assert (shown["ours"], shown["paper"], shown["difference"], shown["tolerance"]) == (
+        "0.7656",
+        "0.765",
+        "+0.0006",
+        "0.0005",
+    )
+    assert shown["css"] == "bad" and [i for i, _ in shown["notes"]] == ["krr"]
+    wide = papers.cell(
+        pd.Series({**row, "ours_mean": 0.785, "ours_std": 0.0041, "difference": 0.02, "tolerance": 0.0064}), 3
+    )
+    assert (wide["ours"], wide["difference"], wide["tolerance"]) == ("0.785 ± 0.004", "+0.020", "0.006")
+
+
+def test_means_table_marks_each_rows_best_in_the_metrics_direction():
+    rows = [
+        ("d", "", "a", "avg_precision", 5.0, 0.84941, 0.01),
+        ("d", "", "b", "avg_precision", 5.0, 0.84938, 0.01),
+        ("d", "", "a", "hamming_loss", 5.0, 0.1, 0.01),
+        ("d", "", "b", "hamming_loss", 5.0, 0.2, 0.01),
+        ("d", "", "a", "hamming_loss", 10.0, 0.3, 0.01),  # averaged over x: 0.2 against 0.2 + a tie
+        ("d", "", "b", "hamming_loss", 10.0, 0.2, 0.01),
+    ]
+    table = papers.means_table(
+        P.scores_frame(rows), {"metric": ["hamming_loss", "avg_precision"]}, lambda i: i[0], "c", ["b", "a"]
+    )
+    assert [name for name, _ in table["methods"]] == ["b", "a"]
+    assert [row["label"] for row in table["rows"]] == ["hamming_loss", "avg_precision"]
+    assert table["rows"][0]["values"] == [("0.200", True), ("0.200", True)]
+    assert table["rows"][1]["values"] == [("0.84938", False), ("0.84941", True)]
+
+
+# --------------------------------------------------------------------------
+# The report's sections
+# --------------------------------------------------------------------------
+def test_every_conclusion_has_the_table_or_figure_it_is_about():
+    assert papers.place("Case I (Emotions), Table 2") == "Table 2"
+    assert papers.place("Case III (Yeast), conclusion 3") == "Fig. 3"
+    assert papers.place("Case IV (Mediamill), conclusion 1") == "Fig. 4"
+    assert papers.place("Study on Model-Reuse Mechanism, Fig. 3") == "Fig. 3"
+    assert papers.place("4.4 Results") == "4.4 Results"
+    places = {papers.place(c["where"]) for c in P.paper_claims("000")["claim"]}
+    figs = {f"Fig. {i}" for i in range(1, 5)}
+    tables = {f"Table {t}" for pair in papers.TABLES_000.values() for t in pair}
+    assert places == figs | tables | {"Conclusion"}
+
+
+def _verdict(verdict, quote="A < B \\(F_{R}\\)"):
+    claim = {"where": "Case I (Emotions), conclusion 1", "quote": quote, "note": "krr"}
+    return P.Verdict(claim, "a above b", verdict, "a 0.5 vs b 0.4")
+
+
+def test_a_section_is_open_only_where_something_does_not_hold():
+    from mlgraph.reporting.html import render
+
+    def shown(*verdicts, cells=None):
+        part = papers.Part("Fig. 1", "emotions <curves>", verdicts=list(verdicts))
+        if cells is not None:
+            part.cells = pd.DataFrame({"verdict": cells})
+        context = page.part_context(part)
+        return context, render("reproduce_part.html.j2", part=context)
+
+    context, html = shown(_verdict(P.HELD), _verdict(P.NO_DATA))
+    assert re.search(r"<details class=\"part\" id=\"part-fig-1\">", html)
+    assert context["conclusions"] == {"good": 1, "bad": 0, "none": 1}
+    assert "emotions &lt;curves&gt;" in html and "“A &lt; B F_R”" in html
+    assert "#note-krr" not in html  # a conclusion that holds needs no note
+    context, html = shown(_verdict(P.HELD), _verdict(P.NOT_HELD))
+    assert re.search(r"<details class=\"part\" id=\"part-fig-1\" open>", html) and "#note-krr" in html
+    context, html = shown(cells=["reproduced", "not reproduced", "not available", "no run"])
+    assert context["numbers"] == {"good": 1, "bad": 1, "none": 2} and context["open"]
