@@ -4,6 +4,7 @@
 #
 #   scripts/server-user.sh add alice              # a member; the password is read from stdin (12+
 #                                                 # characters), or made up and printed once
+#   scripts/server-user.sh password alice         # a new password for alice, read or made up the same way
 #   scripts/server-user.sh group lab alice bob    # group `lab` (an MLflow role), alice and bob in it
 #   scripts/server-user.sh grant @lab reliance_weight EDIT   # the group may run into the experiment
 #   scripts/server-user.sh grant carol reliance_weight READ  # carol may look, not log or delete
@@ -13,12 +14,14 @@
 # run sweeps into it), MANAGE (also delete and grant; an experiment's creator has it). The admin
 # may do everything. Admin credentials: MLFLOW_TRACKING_USERNAME/PASSWORD, or, on the server's
 # machine, $MLGRAPH_SERVICES_DIR/mlflow/secrets/admin.pass. The server: MLFLOW_TRACKING_URI, or
-# http://127.0.0.1:$MLGRAPH_SERVER_PORT (default 5000).
+# http://127.0.0.1:$MLGRAPH_SERVER_PORT (default 5000). A member changes their own password with
+# `password` under their own credentials (the current one is MLFLOW_TRACKING_PASSWORD). Passwords
+# travel by stdin and the environment, never on a command line.
 source "$(dirname "$0")/lib.sh"
 
 PYTHON=$REPO_DIR/.venv/bin/python
 [ -x "$PYTHON" ] || die "$PYTHON missing: run 'make install' first"
-[ $# -ge 1 ] || die "usage: $(basename "$0") add USER | group GROUP USER... | grant USER|@GROUP EXPERIMENT READ|EDIT|MANAGE | show USER"
+[ $# -ge 1 ] || die "usage: $(basename "$0") add USER | password USER | group GROUP USER... | grant USER|@GROUP EXPERIMENT READ|EDIT|MANAGE | show USER"
 export MLFLOW_TRACKING_URI=${MLFLOW_TRACKING_URI:-http://127.0.0.1:${MLGRAPH_SERVER_PORT:-5000}}
 if [ -z "${MLFLOW_TRACKING_USERNAME:-}" ] && [ -r "$SERVICES_DIR/mlflow/secrets/admin.pass" ]; then
   export MLFLOW_TRACKING_USERNAME=admin
@@ -55,12 +58,27 @@ def role(name):
     return found[0] if found else auth.create_role(WORKSPACE, name, f"group {name}")
 
 
-def add(user):
+def new_password():
+    """(password, made up?): the password piped to stdin, or a random one."""
     password = sys.stdin.read().strip() if not sys.stdin.isatty() else ""
-    made_up = not password
-    password = password or secrets.token_urlsafe(18)
+    if password and len(password) < 12:
+        fail("a password has at least 12 characters")
+    return (password, False) if password else (secrets.token_urlsafe(18), True)
+
+
+def add(user):
+    password, made_up = new_password()
     auth.create_user(user, password)
     print(f"member {user} created" + (f"; password (shown once): {password}" if made_up else ""))
+
+
+def password(user):
+    new, made_up = new_password()
+    me = os.environ.get("MLFLOW_TRACKING_USERNAME")
+    # Changing one's own password needs the current one; the admin changes anyone's without.
+    current = os.environ.get("MLFLOW_TRACKING_PASSWORD") if user == me else None
+    auth.update_user_password(user, new, current_password=current)
+    print(f"password of {user} changed" + (f"; new password (shown once): {new}" if made_up else ""))
 
 
 def group(name, *users):
@@ -98,7 +116,7 @@ def show(user):
         print(f"{experiment.name:40} {held}")
 
 
-commands = {"add": (add, 1), "group": (group, 1), "grant": (grant, 3), "show": (show, 1)}
+commands = {"add": (add, 1), "password": (password, 1), "group": (group, 1), "grant": (grant, 3), "show": (show, 1)}
 command, *args = sys.argv[1:]
 if command not in commands or len(args) < commands[command][1]:
     fail(f"unknown command or missing arguments: {' '.join(sys.argv[1:])}")

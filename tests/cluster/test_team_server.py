@@ -1,11 +1,18 @@
 """The team server lets in its members only: anonymous clients can neither read nor delete, a
 member of a group with EDIT runs a sweep into the group's experiment, a reader cannot delete,
-and a missing or wrong password is one paragraph before anything runs."""
+and a missing or wrong password is one paragraph before anything runs. Only admins see the users
+and who is admin, artifacts are readable by the server's user only, failed logins are limited per
+client address, and every unauthorised attempt of a long list is refused."""
 
+import configparser
+import itertools
 import os
+import random
 import secrets
+import stat
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -13,10 +20,45 @@ import mlflow
 import pytest
 import requests
 from mlflow.server.auth.client import AuthServiceClient
+from requests.adapters import HTTPAdapter
 
 pytestmark = pytest.mark.cluster
 
 REPO = Path(__file__).resolve().parents[2]
+SERVICES = Path(os.environ.get("MLGRAPH_SERVICES_DIR", "/tmp/mlgraph-services")).resolve()
+SEARCH = "/api/2.0/mlflow/experiments/search?max_results=1"
+
+# Loopback addresses of their own (all of 127/8 is this machine), so that the failed logins the
+# tests make count against clients of their own, not against 127.0.0.1.
+_ADDRESSES = (f"127.{random.randint(64, 250)}.{i // 250}.{i % 250 + 1}" for i in itertools.count())
+
+
+class _FromAddress(HTTPAdapter):
+    def __init__(self, address, **kwargs):
+        self.address = address
+        super().__init__(**kwargs)
+
+    def init_poolmanager(self, *args, **kwargs):
+        kwargs["source_address"] = (self.address, 0)
+        return super().init_poolmanager(*args, **kwargs)
+
+
+def client(address=None) -> requests.Session:
+    """A requests session that connects from ``address`` (default: a new loopback address)."""
+    session = requests.Session()
+    adapter = _FromAddress(address or next(_ADDRESSES))
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+def login_limit() -> tuple[int, float]:
+    """(failed logins a client may make in a row, seconds until it may make one more)."""
+    config = configparser.ConfigParser(interpolation=None)
+    config.read(SERVICES / "mlflow/secrets/basic_auth.ini")
+    return config.getint("mlgraph", "failed_login_burst"), config.getfloat(
+        "mlgraph", "failed_login_interval_seconds"
+    )
 
 
 def command(uri, experiment, out, credentials, *overrides, multirun=False, **env_vars):
@@ -40,7 +82,10 @@ def team(server):
     experiment_id = admin.create_experiment(experiment)
     run = admin.create_run(experiment_id)
     admin.log_text(run.info.run_id, "kept", "note.txt")
-    users = {role: (f"{role}-{suffix}", secrets.token_urlsafe(16)) for role in ("member", "reader")}
+    users = {
+        role: (f"{role}-{suffix}", secrets.token_urlsafe(16))
+        for role in ("member", "reader", "outsider", "victim")
+    }
     for name, password in users.values():
         auth.create_user(name, password)
     group = auth.create_role("default", f"lab-{suffix}", "the lab")
@@ -55,17 +100,18 @@ def team(server):
         "id": experiment_id,
         "run": run.info.run_id,
         "artifact": artifact,
+        "group": group.id,
         **users,
     }
 
 
-def attempts(uri, team, credentials):
+def attempts(uri, team, credentials, session=requests):
     """What a client with ``credentials`` (None: anonymous) may do: action -> allowed?"""
     auth = requests.auth.HTTPBasicAuth(*credentials) if credentials else None
     api = f"{uri}/api/2.0/mlflow"
 
     def ok(method, url, **kwargs):
-        return requests.request(method, url, auth=auth, timeout=30, **kwargs).status_code == 200
+        return session.request(method, url, auth=auth, timeout=30, **kwargs).status_code == 200
 
     return {
         "read runs": ok("POST", f"{api}/runs/search", json={"experiment_ids": [team["id"]]}),
@@ -91,7 +137,8 @@ def test_anonymous_clients_can_neither_read_nor_delete(server, team, tmp_path):
         ),
         False,
     )
-    assert attempts(server, team, (team["member"][0], "not-the-password")) == attempts(server, team, None)
+    wrong = (team["member"][0], "not-the-password")
+    assert attempts(server, team, wrong, client()) == attempts(server, team, None)
     admin = mlflow.MlflowClient(server)  # nothing was changed
     assert admin.get_run(team["run"]).info.lifecycle_stage == "active"
     assert Path(admin.download_artifacts(team["run"], "note.txt", str(tmp_path))).read_text() == "kept"
@@ -151,6 +198,249 @@ def test_a_member_runs_a_sweep_into_the_groups_experiment(server, team, tmp_path
     assert not allowed["delete run"] and not allowed["delete experiment"]
 
 
+def test_artifacts_are_readable_by_the_servers_user_only(server, team):
+    """(After the sweep: its runs logged artifacts through the server too.)"""
+    root = SERVICES / "mlflow/artifacts"
+    note = root / team["id"] / team["run"] / "artifacts/note.txt"
+    assert note.is_file(), f"the admin's artifact is not at {note}"
+    paths = [root, *root.rglob("*")]
+    assert len(paths) > 5
+    modes = {str(p.relative_to(root)): stat.S_IMODE(p.stat().st_mode) for p in paths}
+    loose = {p: oct(m) for p, m in modes.items() if m & 0o077}
+    assert not loose, f"artifacts readable by others: {loose}"
+    assert modes[str(note.relative_to(root))] == 0o600 and modes[str(note.parent.relative_to(root))] == 0o700
+
+
+USER_LISTS = [
+    "/api/2.0/mlflow/users/list",
+    "/ajax-api/2.0/mlflow/users/list",
+    "/api/3.0/mlflow/roles/list?workspace=default",
+    "/ajax-api/3.0/mlflow/roles/list?workspace=default",
+]
+
+
+def test_only_admins_see_the_users_and_who_is_admin(server, team):
+    admin = (os.environ["MLFLOW_TRACKING_USERNAME"], os.environ["MLFLOW_TRACKING_PASSWORD"])
+    member = team["member"]
+
+    def get(path, who):
+        return requests.get(f"{server}{path}", auth=who, timeout=30)
+
+    for path in USER_LISTS:
+        assert get(path, member).status_code == 403, path
+        assert get(path, admin).status_code == 200, path
+    users = {u["username"]: u["is_admin"] for u in get("/api/2.0/mlflow/users/list", admin).json()["users"]}
+    assert users["admin"] is True and users[member[0]] is False
+    # Whether another user is admin, or exists at all: the same refusal either way.
+    for about in ("admin", team["reader"][0], f"nobody-{uuid.uuid4().hex[:6]}"):
+        for path in (
+            f"/api/2.0/mlflow/users/get?username={about}",
+            f"/api/3.0/mlflow/users/permissions/list?username={about}",
+            f"/api/3.0/mlflow/users/roles/list?username={about}",
+            f"/api/3.0/mlflow/users/permissions/get?username={about}&resource_type=experiment&resource_id={team['id']}",
+        ):
+            answer = get(path, member)
+            assert answer.status_code == 403 and "admin" not in answer.text.lower(), (path, answer.text)
+    for path in (
+        f"/api/3.0/mlflow/roles/get?role_id={team['group']}",
+        f"/api/3.0/mlflow/roles/users/list?role_id={team['group']}",
+    ):
+        assert get(path, member).status_code == 403, path
+        assert get(path, admin).status_code == 200, path
+    # What a member learns about itself: its own name, that it is no admin, and its own grants.
+    me = get("/api/2.0/mlflow/users/current", member).json()["user"]
+    assert me["username"] == member[0] and me["is_admin"] is False
+    assert get(f"/api/3.0/mlflow/users/roles/list?username={member[0]}", member).status_code == 200
+
+
+def unauthorised_actions(uri, team, who):
+    """name -> (method, url, request keywords, allowed(response)) for what a client logged in as
+    ``who`` (a user name) might try."""
+    api, api3 = f"{uri}/api/2.0/mlflow", f"{uri}/api/3.0/mlflow"
+    other = team["reader"][0] if who == team["member"][0] else team["member"][0]
+    victim = team["victim"][0]
+
+    def has_run(answer):
+        return answer.status_code == 200 and bool(answer.json().get("runs"))
+
+    def has_experiment(answer):
+        return answer.status_code == 200 and any(
+            e["experiment_id"] == team["id"] for e in answer.json().get("experiments", [])
+        )
+
+    experiment = {
+        "search its runs": (
+            "POST",
+            f"{api}/runs/search",
+            {"json": {"experiment_ids": [team["id"]]}},
+            has_run,
+        ),
+        "find it in a search": (
+            "POST",
+            f"{api}/experiments/search",
+            {"json": {"max_results": 1000}},
+            has_experiment,
+        ),
+        "get it by name": (
+            "GET",
+            f"{api}/experiments/get-by-name",
+            {"params": {"experiment_name": team["experiment"]}},
+            None,
+        ),
+        "get a run": ("GET", f"{api}/runs/get", {"params": {"run_id": team["run"]}}, None),
+        "list a run's artifacts": ("GET", f"{api}/artifacts/list", {"params": {"run_id": team["run"]}}, None),
+        "read an artifact": ("GET", team["artifact"], {}, None),
+        "create a run": ("POST", f"{api}/runs/create", {"json": {"experiment_id": team["id"]}}, None),
+        "log a metric": (
+            "POST",
+            f"{api}/runs/log-metric",
+            {"json": {"run_id": team["run"], "key": "probe", "value": 1, "timestamp": 0, "step": 0}},
+            None,
+        ),
+        "overwrite an artifact": ("PUT", team["artifact"], {"data": b"changed"}, None),
+        "delete an artifact": ("DELETE", team["artifact"], {}, None),
+        "delete a run": ("POST", f"{api}/runs/delete", {"json": {"run_id": team["run"]}}, None),
+        "delete the experiment": (
+            "POST",
+            f"{api}/experiments/delete",
+            {"json": {"experiment_id": team["id"]}},
+            None,
+        ),
+        "grant itself MANAGE": (
+            "POST",
+            f"{api3}/users/permissions/grant",
+            {
+                "json": {
+                    "username": who,
+                    "resource_type": "experiment",
+                    "resource_id": team["id"],
+                    "permission": "MANAGE",
+                }
+            },
+            None,
+        ),
+    }
+    admin = {
+        "list the users": ("GET", f"{api}/users/list", {}, None),
+        "ask whether admin is admin": ("GET", f"{api}/users/get", {"params": {"username": "admin"}}, None),
+        "list admin's permissions": (
+            "GET",
+            f"{api3}/users/permissions/list",
+            {"params": {"username": "admin"}},
+            None,
+        ),
+        "list another's groups": ("GET", f"{api3}/users/roles/list", {"params": {"username": other}}, None),
+        "read another's permission": (
+            "GET",
+            f"{api3}/users/permissions/get",
+            {"params": {"username": other, "resource_type": "experiment", "resource_id": team["id"]}},
+            None,
+        ),
+        "list the groups": ("GET", f"{api3}/roles/list", {"params": {"workspace": "default"}}, None),
+        "list a group's members": (
+            "GET",
+            f"{api3}/roles/users/list",
+            {"params": {"role_id": team["group"]}},
+            None,
+        ),
+        "create a user": (
+            "POST",
+            f"{api}/users/create",
+            {"json": {"username": f"intruder-{uuid.uuid4().hex[:6]}", "password": secrets.token_urlsafe(16)}},
+            None,
+        ),
+        "change another's password": (
+            "PATCH",
+            f"{api}/users/update-password",
+            {"json": {"username": victim, "password": secrets.token_urlsafe(16)}},
+            None,
+        ),
+        "make a user admin": (
+            "PATCH",
+            f"{api}/users/update-admin",
+            {"json": {"username": victim, "is_admin": True}},
+            None,
+        ),
+        "delete a user": ("DELETE", f"{api}/users/delete", {"json": {"username": victim}}, None),
+        "create a group": (
+            "POST",
+            f"{api3}/roles/create",
+            {"json": {"workspace": "default", "name": f"intruders-{uuid.uuid4().hex[:6]}"}},
+            None,
+        ),
+        "join the lab's group": (
+            "POST",
+            f"{api3}/roles/assign",
+            {"json": {"username": victim, "role_id": team["group"]}},
+            None,
+        ),
+    }
+    return experiment, admin
+
+
+def try_action(action, credentials):
+    """(allowed?, HTTP status) of one attempt, from a client address of its own."""
+    method, url, kwargs, allowed = action
+    answer = client().request(method, url, auth=credentials, timeout=60, **kwargs)
+    return (allowed(answer) if allowed else answer.status_code == 200), answer.status_code
+
+
+def test_every_unauthorised_attempt_is_refused(server, team):
+    """Anonymous clients, MLflow's old default admin password, wrong passwords and unknown users
+    try everything; a reader, a member and an outsider (a user with no grant) try what their
+    permission does not allow. Each attempt comes from a client address of its own, so that each
+    answer is the server's decision, not the failed-login limit. (After the member's sweep: this
+    member logs into the experiment and overwrites its artifact.)"""
+    bad = {
+        "anonymous": None,
+        "admin, MLflow's old default password": ("admin", "password1234"),
+        "admin, a wrong password": ("admin", secrets.token_urlsafe(16)),
+        "member, a wrong password": (team["member"][0], secrets.token_urlsafe(16)),
+        "unknown user": (f"nobody-{uuid.uuid4().hex[:6]}", secrets.token_urlsafe(16)),
+    }
+    may = {
+        "reader": {
+            "search its runs",
+            "find it in a search",
+            "get it by name",
+            "get a run",
+            "list a run's artifacts",
+            "read an artifact",
+        },
+        "outsider": set(),
+    }
+    may["member"] = may["reader"] | {"create a run", "log a metric", "overwrite an artifact"}
+    refused, total, wrong = 0, 0, []
+    matrices = {}
+    for who, credentials in [
+        *bad.items(),
+        *((role, team[role]) for role in ("reader", "member", "outsider")),
+    ]:
+        experiment, admin = unauthorised_actions(server, team, credentials[0] if credentials else "")
+        for name, action in {**experiment, **admin}.items():
+            allowed, status = try_action(action, credentials)
+            if who in may:
+                matrices.setdefault(who, {})[name] = (
+                    f"allowed ({status})" if allowed else f"refused ({status})"
+                )
+                if name in may[who]:
+                    if not allowed:
+                        wrong.append(f"{who} may {name}, but got {status}")
+                    continue
+            total += 1
+            if allowed:
+                wrong.append(f"{who} could {name} ({status})")
+            elif status in (401, 403) or (status == 200 and action[3] is not None):  # 200 with nothing in it
+                refused += 1
+            else:
+                wrong.append(f"{who}: {name} answered {status}, not a refusal")
+    print(f"\nrefused {refused} of {total} unauthorised attempts")
+    for who in ("member", "reader", "outsider"):
+        print(f"\n{who}:\n" + "\n".join(f"  {name:28} {verdict}" for name, verdict in matrices[who].items()))
+    assert not wrong, "\n".join(wrong)
+    assert refused == total >= 84
+
+
 def test_tls_through_the_reverse_proxy(server, team, tls_uri, tmp_path):
     """https to nginx, which forwards to the server: a member's run lands; without the
     certificate the client says it does not trust it, before anything runs."""
@@ -172,3 +462,58 @@ def test_tls_through_the_reverse_proxy(server, team, tls_uri, tmp_path):
     assert run.info.status == "FINISHED" and "trials.csv" in {
         a.path for a in client.list_artifacts(run.info.run_id)
     }
+
+
+def wrong_logins(session, uri, name, n, **kwargs):
+    return [
+        session.get(
+            f"{uri}{SEARCH}", auth=(name, secrets.token_urlsafe(12)), timeout=30, **kwargs
+        ).status_code
+        for _ in range(n)
+    ]
+
+
+def test_failed_logins_are_limited_per_client_address(server, team):
+    """A client that keeps sending wrong passwords is answered 429 after the limit, even with the
+    right password; another client is not affected, and members with valid passwords never count."""
+    burst, interval = login_limit()
+    guesser, member = client(), team["member"]
+    assert wrong_logins(guesser, server, member[0], burst + 5) == [401] * burst + [429] * 5
+    assert guesser.get(f"{server}{SEARCH}", auth=member, timeout=30).status_code == 429
+    answer = guesser.get(f"{server}{SEARCH}", timeout=30)
+    assert answer.status_code == 429 and int(answer.headers["Retry-After"]) <= interval
+    neighbour = client()
+    assert [
+        neighbour.get(f"{server}{SEARCH}", auth=member, timeout=30).status_code for _ in range(3 * burst)
+    ] == [200] * (3 * burst)
+
+
+def test_failed_logins_through_the_tls_proxy_are_limited_by_the_clients_address(server, team, tls_uri):
+    """Through the proxy, the limit counts the client's own address (not the proxy's): after the
+    limit, a guesser gets one answer every interval, and the guessing rate is measured."""
+    uri, certificate = tls_uri
+    burst, interval = login_limit()
+    guesser = client()
+    assert (
+        wrong_logins(guesser, uri, team["member"][0], burst + 5, verify=certificate)
+        == [401] * burst + [429] * 5
+    )
+    assert (
+        client().get(f"{uri}{SEARCH}", auth=team["member"], verify=certificate, timeout=30).status_code == 200
+    )
+    # A client address or proxy key forged by the client changes nothing, through the proxy or
+    # straight to the server.
+    forged = {"X-Real-IP": next(_ADDRESSES), "X-Forwarded-For": next(_ADDRESSES), "X-Mlgraph-Proxy": "guess"}
+    assert guesser.get(f"{uri}{SEARCH}", headers=forged, verify=certificate, timeout=30).status_code == 429
+    assert guesser.get(f"{server}{SEARCH}", headers=forged, timeout=30).status_code == 429
+    window, answered, sent, start = 2.5 * interval, 0, 0, time.monotonic()
+    while time.monotonic() - start < window:
+        answered += wrong_logins(guesser, uri, team["member"][0], 1, verify=certificate) != [429]
+        sent += 1
+        time.sleep(0.05)
+    rate = answered / (time.monotonic() - start)
+    print(
+        f"\nafter {burst} failed logins: {answered} of {sent} guesses answered in {window:.0f} s: "
+        f"{rate:.3f} guesses/s ({rate * 86400:.0f} a day) per client address"
+    )
+    assert answered <= window / interval + 1
