@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 import threading
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -109,7 +110,11 @@ STYLES = {  # method, selector or classifier name: (colour, marker, line style)
     "cc_knn": (GREEN, "D", "--"),
 }
 HOLLOW = {"mlmr", "gfhf", "br", "independent", "mlfs"}  # drawn with open markers over their neighbours
-_FALLBACK = [(c, m, "-") for c, m in zip([YELLOW, BROWN, GREY, SKY], "hp<>", strict=True)]
+# A method not in STYLES (a user's own) gets a colour and a marker that no method in STYLES has,
+# each picked by a checksum of its name (not hash(), which changes between processes), so it is
+# drawn alike in every figure and never as one of the shipped methods. Paul Tol's colours.
+FALLBACK_COLOURS = ("#332288", "#44AA99", "#999933", "#CC6677", "#882255", "#DDCC77")
+FALLBACK_MARKERS = ("h", "p", "<", ">", "d", "H", "8")
 
 # Display names of methods in figures and tables (paper 000's, 002's and 001's spelling).
 PAPER000 = {
@@ -153,13 +158,17 @@ def method_label(name: str) -> str:
 def method_style(name: str) -> dict:
     """``color``, ``marker`` and ``linestyle`` of a method, by its key (``mlmrrw``) or display
     name (``ML-MRRW``); a label with settings after the name (``DSML B=1.05``) takes the
-    method's style. Unknown names get a fixed fallback chosen from the name, so that the same
-    name is drawn alike in every figure."""
+    method's style. Unknown names get a colour and marker of :data:`FALLBACK_COLOURS` and
+    :data:`FALLBACK_MARKERS` chosen by a checksum of the name, so that the same name is drawn
+    alike in every figure and in a colour no shipped method has."""
     words = name.split(" ")
     candidates = [" ".join(words[:n]) for n in range(len(words), 0, -1)]  # "DSML B=1.05" → "DSML"
     key = next((k for c in candidates for k in STYLES if c in (k, method_label(k))), name)
     if key not in STYLES:
-        colour, marker, linestyle = _FALLBACK[sum(map(ord, key)) % len(_FALLBACK)]
+        digest = zlib.crc32(key.encode("utf-8"))
+        colour = FALLBACK_COLOURS[digest % len(FALLBACK_COLOURS)]
+        marker = FALLBACK_MARKERS[(digest // len(FALLBACK_COLOURS)) % len(FALLBACK_MARKERS)]
+        linestyle = "-"
     else:
         colour, marker, linestyle = STYLES[key]
     face = "white" if key in HOLLOW else colour

@@ -1,13 +1,15 @@
 """Comparisons read back from MLflow: the latest finished run of each method, their artifact
-tables, the blocks × methods score tables the statistics rank, and Markdown tables."""
+tables, the long per-repetition score table of :mod:`mlgraph.evaluation.comparison`, the
+blocks × methods score tables the statistics rank, and Markdown tables."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
-from mlgraph.evaluation.figures import PAPER000, PAPER001, PAPER002
+from mlgraph.evaluation.figures import PAPER000, PAPER001, PAPER002, method_label
+from mlgraph.evaluation.protocols import rate_step
 
 
 def latest_runs(uri: str, experiment: str) -> pd.DataFrame:
@@ -45,6 +47,69 @@ def artifact_table(run_id: str, name: str, **read) -> pd.DataFrame:
     import mlflow
 
     return pd.read_csv(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=name), **read)
+
+
+def run_keys(runs: pd.DataFrame) -> pd.Series:
+    """The method of each run as the comparison names it: its key (``mlmrrw``), or, where one
+    method has several runs on a data set (a parameter sweep), its display name with the
+    ``method.*`` parameters that differ (``DSML B=1.05``)."""
+    params = [
+        c
+        for c in runs
+        if c.startswith("params.method.") and runs.groupby("tags.method")[c].nunique(dropna=False).max() > 1
+    ]
+    if not params:
+        return runs["tags.method"].astype(str)
+    return runs.apply(
+        lambda r: " ".join(
+            [method_label(r["tags.method"]), *[f"{c.rsplit('.', 1)[1]}={r[c]}" for c in params]]
+        ),
+        axis=1,
+    )
+
+
+def long_scores(
+    runs: pd.DataFrame,
+    metrics: Sequence[str],
+    read: Callable[[str], pd.DataFrame] | None = None,
+) -> pd.DataFrame:
+    """The per-repetition scores of ``runs`` (as :func:`latest_runs` returns them) as the long
+    table of :mod:`mlgraph.evaluation.comparison`: ``dataset`` is the data set, or
+    ``"<data set> <rate> %"`` when the runs label part of the training rows (one block per
+    labelling rate, as paper 000 counts its data sets); ``method`` is :func:`run_keys`;
+    ``repetition`` is ``"<seed>:<repetition>"`` (splits are drawn from the seed and the
+    repetition, so only equal keys pair). Failed trials are left out; a metric a run lacks is
+    NaN. ``read(run_id)`` gives a run's ``trials.csv`` (default: from MLflow)."""
+    read = read or (lambda run_id: artifact_table(run_id, "trials.csv"))
+    seeds = runs.get("params.seed", pd.Series("0", index=runs.index)).fillna("0").astype(str)
+    frames = []
+    for run_id, dataset, method, seed in zip(
+        runs["run_id"], runs["tags.dataset"], run_keys(runs), seeds, strict=True
+    ):
+        trials = read(run_id)
+        trials = trials[trials["status"] == "ok"] if "status" in trials else trials
+        frame = pd.DataFrame(
+            {
+                "dataset": str(dataset),
+                "method": method,
+                "rate": trials["rate"].astype(float) if "rate" in trials else 1.0,
+                "repetition": [f"{seed}:{r}" for r in trials["repetition"]],
+            }
+        )
+        for metric in metrics:
+            frame[metric] = (
+                pd.to_numeric(trials[metric], errors="coerce") if metric in trials else float("nan")
+            )
+        frames.append(frame)
+    columns = ["dataset", "method", "rate", "repetition", *metrics]
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+    partial = table.groupby("dataset")["rate"].transform(lambda r: (r != 1.0).any())
+    table = table.sort_values(["dataset", "rate"], kind="stable")
+    table["dataset"] = [
+        f"{d} {rate_step(r)} %" if p else d
+        for d, r, p in zip(table["dataset"], table["rate"], partial.loc[table.index], strict=True)
+    ]
+    return table.drop(columns="rate").reset_index(drop=True)
 
 
 def score_tables(trials: Mapping[str, pd.DataFrame], metrics: Sequence[str], blocks: str) -> dict:
