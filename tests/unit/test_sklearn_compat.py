@@ -49,6 +49,7 @@ from mlgraph.methods import (
     labelled_scorer,
 )
 from mlgraph.methods.selection import MLFS
+from mlgraph.methods.skmultilearn import SkmlBRkNN, SkmlMLARAM, SkmlMLkNN, SkmlMLTSVM, SkmlSMiLE
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "method"
 KNN = KNeighborsClassifier(n_neighbors=5)
@@ -56,6 +57,11 @@ KNN = KNeighborsClassifier(n_neighbors=5)
 # Small settings (fast on 150 rows) and a two-point grid for every multi-label estimator.
 MULTI_LABEL = {
     "MLkNN": (MLkNN(k=5), {"k": [3, 5]}),
+    "SkmlMLkNN": (SkmlMLkNN(k=5), {"k": [3, 5]}),
+    "SkmlBRkNN": (SkmlBRkNN(k=5), {"k": [3, 5]}),
+    "SkmlMLARAM": (SkmlMLARAM(), {"vigilance": [0.8, 0.9]}),
+    "SkmlMLTSVM": (SkmlMLTSVM(max_iteration=20), {"c_k": [0.125, 1.0]}),
+    "SkmlSMiLE": (SkmlSMiLE(random_state=0), {"alpha": [0.35, 1.0]}),
     "MLMR": (MLMR(k=5), {"gamma_I": [0.1, 1.0]}),
     "MLMRRW": (MLMRRW(k=5), {"nu2": [0.1, 1.0]}),
     "MLGFHF": (MLGFHF(k=5), {"k": [5, 10]}),

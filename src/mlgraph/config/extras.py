@@ -16,6 +16,11 @@ EXTRAS = {
     "joblib": ("hydra_plugins.hydra_joblib_launcher", "hydra/launcher=joblib", "hydra-joblib-launcher"),
     "optuna": ("optuna", "hydra/sweeper=optuna", "optuna"),
     "slurm": ("hydra_plugins.hydra_submitit_launcher", "hydra/launcher=slurm", "hydra-submitit-launcher"),
+    "skmultilearn": (
+        "skmultilearn",
+        "method=skml_* (scikit-multilearn-ng's classifiers)",
+        "scikit-multilearn-ng",
+    ),
 }
 
 

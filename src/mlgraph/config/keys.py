@@ -28,7 +28,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 # Groups whose files set keys rather than declare them.
-SETTING_GROUPS = ("experiment", "hydra")
+SETTING_GROUPS = ("experiment", "hydra", "benchmark")
 PRIMARY = "config.yaml"  # the primary config; conf/<other>.yaml declares keys where it is included
 _PACKAGE = re.compile(r"^#\s*@package\s+(\S+)", re.MULTILINE)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
