@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     entries = []
     if not args.report_only:
         try:
-            entries = run_plan(runner)
+            entries = run_plan(runner, label=runner.paper.id)
         except KeyboardInterrupt:
             print(
                 f"\nbenchmark {suite.name}: stopped; run the same command again to finish what is missing",

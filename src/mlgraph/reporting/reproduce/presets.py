@@ -265,12 +265,14 @@ def shown_command(args: Sequence[str]) -> str:
     return "mlgraph run " + " ".join(map(quoted, args))
 
 
-def run_plan(plan: Plan) -> list[dict]:
+def run_plan(plan: Plan, label: str | None = None) -> list[dict]:
     """Run each preset as ``python -m mlgraph run ...`` (a fresh process per sweep, as Hydra
-    wants), streaming its output; a failing preset is recorded and the next one still runs."""
+    wants), streaming its output; a failing preset is recorded and the next one still runs.
+    Each command is announced under ``label`` (default: the paper)."""
     done = []
+    label = label or f"paper {plan.paper.id}"
     for preset, args in plan.commands:
-        print(f"\n=== paper {plan.paper.id}: {shown_command(args)}", flush=True)
+        print(f"\n=== {label}: {shown_command(args)}", flush=True)
         started = time.perf_counter()
         code = subprocess.call([sys.executable, "-m", "mlgraph", "run", *args])
         done.append(
