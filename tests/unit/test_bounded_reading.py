@@ -14,7 +14,8 @@ import zlib
 
 import pytest
 
-from mlgraph.data.arff import ArffError, compression, decompress, decompression_limit, parse_arff
+from mlgraph.data.arff import ArffError, parse_arff
+from mlgraph.data.decompress import compression, decompress, decompression_limit
 
 
 def test_every_gzip_member_is_read_within_the_limit():

@@ -2,7 +2,7 @@
 
 :func:`load_dual_set` reads a CSV table with a header row (plain, or compressed with gzip, bzip2,
 xz or zip: found by its first bytes, and decompressed with the bound of
-:func:`mlgraph.data.arff.decompress`) or a multi-target ARFF file (``.arff``, ``.arff.gz``;
+:func:`mlgraph.data.decompress.decompress`) or a multi-target ARFF file (``.arff``, ``.arff.gz``;
 read by :func:`mlgraph.data.arff.read_arff`, dense or sparse): two columns, chosen by name, are
 the targets a and b, the ``drop`` columns are left out, every other column is a feature.  Each
 target's classes are its distinct values: text sorted as text, numbers sorted as numbers and
@@ -48,7 +48,8 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from mlgraph.data.arff import decompress, read_arff, read_bytes
+from mlgraph.data.arff import read_arff
+from mlgraph.data.decompress import decompress, read_bytes
 from mlgraph.data.registry import ChecksumError, find_file, sha256_file
 
 __all__ = ["VOICE_SHA256", "DualSetDataset", "frequency_gender", "load_dual_set"]

@@ -25,7 +25,7 @@ one (Weka's: 0 when equal, 1 otherwise; see :mod:`mlgraph.methods.weka`).
 Missing feature values (``?``) are an error naming the file, line and attribute, imputed on
 request (``missing="zero"`` or ``"mean"``), or kept as NaN (``missing="keep"``, for methods with
 rules of their own, e.g. Weka's distance); a missing label is always an error. Every problem is
-an :class:`~mlgraph.data.arff.ArffError` that names the file and never quotes its content.
+an :class:`~mlgraph.data.decompress.ArffError` that names the file and never quotes its content.
 
 Notes that leave the data as read are warnings of class :class:`~mlgraph.data.arff.DataWarning`,
 one line each, at most one of a kind per load:

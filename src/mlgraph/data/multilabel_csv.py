@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mlgraph.data.arff import ArffError, decode_text, raise_at, read_bytes, show
+from mlgraph.data.arff import raise_at, show
+from mlgraph.data.decompress import ArffError, decode_text, read_bytes
 from mlgraph.data.mulan import MissingPolicy, MultiLabelDataset, check_missing, warn_constant_features
 from mlgraph.data.registry import ChecksumError, find_file
 

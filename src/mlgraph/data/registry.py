@@ -37,7 +37,7 @@ from typing import Literal
 
 from tqdm import tqdm
 
-from mlgraph.data.arff import decompression_limit
+from mlgraph.data.decompress import decompression_limit
 from mlgraph.data.mulan import MissingPolicy, MultiLabelDataset, load_mulan
 
 if sys.version_info >= (3, 11):

@@ -6,6 +6,9 @@ predicted label sets.  For instance i, ``P_i`` is its set of relevant labels,
 ``N_i`` its irrelevant ones and ``Z_i`` its predicted ones.  A row is *empty*
 when ``P_i`` is empty and *full* when every label is relevant.
 
+The metrics stay one module because their definitions share this notation and the options below
+(profiles, empty rows, ties), which must mean the same for every metric.
+
 Profiles
 --------
 Each rule below that differs between tools is an option; a *profile*

@@ -21,6 +21,9 @@ The number kept is ``k`` or ``ceil(fraction * n_features)`` (at least 1); with n
 given, ``fraction = 0.3``. ``fraction``/``k`` may be changed after ``fit`` (``set_params``)
 without refitting, so one ranking serves a whole sweep of 10 %, ..., 90 %.
 
+The selectors stay one module because GMBA and its baselines share the label graph of Eqs. 2-7
+and the fitted attributes above, so their equations are read and checked together.
+
 Paper 004, equations implemented
 --------------------------------
 * Eq. 2  ``s_multi(i, i') = sum_q n_q [y_iq = y_i'q = 1] / sum_q n_q [y_iq = 1 or y_i'q = 1]``
