@@ -11,8 +11,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from mlgraph.data import load_dataset
-from mlgraph.engine.experiment import DIGEST_LENGTH, model_trial, run_experiment
-from mlgraph.engine.sweep import JobInfo
+from mlgraph.engine.experiment import run_experiment
+from mlgraph.engine.jobs import JobInfo
+from mlgraph.engine.lineage import DIGEST_LENGTH, model_trial
 from mlgraph.evaluation.metrics import METRICS
 from mlgraph.evaluation.protocols import fixed_split_trials, labelling_rate_trials
 

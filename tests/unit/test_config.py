@@ -12,7 +12,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 import mlgraph.tracking.store  # noqa: F401  (registers the `abspath` resolver)
-from mlgraph.engine.experiment import make_estimator
+from mlgraph.engine.plan import make_estimator
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 DATASETS = sorted(p.stem for p in (CONF / "dataset").glob("*.yaml"))

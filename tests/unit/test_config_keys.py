@@ -11,7 +11,8 @@ from omegaconf import OmegaConf
 import mlgraph.config  # noqa: F401  (the abspath resolver of the configs)
 from mlgraph.config.keys import declared, paragraph, problems
 from mlgraph.data import load_dataset
-from mlgraph.engine.experiment import ConfigError, prepare
+from mlgraph.engine.checks import ConfigError
+from mlgraph.engine.experiment import prepare
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 

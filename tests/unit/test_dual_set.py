@@ -447,7 +447,7 @@ def test_numeric_csv_targets_are_ordered_as_numbers(tmp_path):
 def test_dual_set_arff_config_loads_the_fixture():
     from omegaconf import OmegaConf
 
-    from mlgraph.engine.experiment import load_from_config
+    from mlgraph.engine.plan import load_from_config
 
     cfg = OmegaConf.load(Path(__file__).parents[2] / "conf" / "dataset" / "dual_set_arff.yaml")
     cfg.pop("defaults")

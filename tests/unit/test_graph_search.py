@@ -105,7 +105,7 @@ def test_graph_based_estimators_search_approximately_and_report_the_recall(estim
 
 def test_the_recall_reaches_the_trials_table_and_the_run_metrics():
     """runner rows take ``graph_report_`` as graph_<key> columns; a run logs their minimum."""
-    from mlgraph.engine.experiment import _metric_rows
+    from mlgraph.engine.results import _metric_rows
     from mlgraph.engine.runner import Parallelism, run_trials, summarise
     from mlgraph.evaluation.protocols import labelling_rate_trials
 

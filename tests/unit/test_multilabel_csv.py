@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 
 from mlgraph.data import ArffError, ChecksumError, MultiLabelDataset, load_mulan
 from mlgraph.data.multilabel_csv import load_csv_dataset
-from mlgraph.engine.experiment import load_from_config
+from mlgraph.engine.plan import load_from_config
 
 TABLE = "id,x,L1,y,L2\np1,0.5,1,2,0\np2,1.5,0,?,1\n\np3,-2,true,4e1,False\n"
 

@@ -13,7 +13,9 @@ from sklearn.pipeline import Pipeline
 import mlgraph.tracking.store  # noqa: F401  (registers the `abspath` resolver)
 from mlgraph.config.profiles import PROFILES, check_data, configure, get_profile
 from mlgraph.data import MultiLabelDataset
-from mlgraph.engine.experiment import ConfigError, make_estimator, prepare
+from mlgraph.engine.checks import ConfigError
+from mlgraph.engine.experiment import prepare
+from mlgraph.engine.plan import make_estimator
 from mlgraph.evaluation import metrics as M
 from mlgraph.methods import MLMR, BinaryRelevance, KNNClassifier, MLkNN
 

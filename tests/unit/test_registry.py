@@ -39,7 +39,7 @@ from mlgraph.data import (
 )
 from mlgraph.data.__main__ import main as data_cli
 from mlgraph.data.registry import BUILTIN_DIR, cache_dir
-from mlgraph.engine.experiment import load_from_config
+from mlgraph.engine.plan import load_from_config
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 TINY = "@relation tiny\n@attribute x numeric\n@attribute L {0,1}\n@data\n1,0\n2,1\n3,1\n"

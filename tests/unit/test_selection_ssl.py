@@ -6,7 +6,7 @@ from omegaconf import OmegaConf
 from sklearn.base import clone
 
 from mlgraph.data import load_dataset
-from mlgraph.engine.experiment import make_estimator
+from mlgraph.engine.plan import make_estimator
 from mlgraph.engine.runner import run_trials
 from mlgraph.evaluation.metrics import METRICS
 from mlgraph.evaluation.protocols import labelling_rate_trials

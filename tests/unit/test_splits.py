@@ -87,7 +87,7 @@ def test_missing_files_are_named(tmp_path):
 
 
 def test_fixed_protocol_refuses_dual_set_data():
-    from mlgraph.engine.experiment import load_from_config
+    from mlgraph.engine.plan import load_from_config
 
     dataset = OmegaConf.create({"_target_": "mlgraph.data.dual_set.frequency_gender", "name": "fg"})
     with pytest.raises(ValueError, match="protocol=fixed"):
@@ -113,7 +113,7 @@ def test_protocols_from_the_composed_config(overrides, n_trials, sizes):
     from hydra.utils import call
 
     import mlgraph.tracking.store  # noqa: F401  (the `abspath` resolver)
-    from mlgraph.engine.experiment import load_from_config
+    from mlgraph.engine.plan import load_from_config
     from mlgraph.evaluation.protocols import protocol_inputs
 
     if "protocol=fixed" in overrides:

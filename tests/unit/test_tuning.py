@@ -10,7 +10,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from mlgraph.engine.experiment import ConfigError, prepare
+from mlgraph.engine.checks import ConfigError
+from mlgraph.engine.experiment import prepare
 from mlgraph.engine.runner import _run_one
 from mlgraph.engine.tuning import InnerSelection, choice_counts, log_choices
 from mlgraph.evaluation.protocols import Trial
