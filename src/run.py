@@ -7,11 +7,14 @@ import sys
 from pathlib import Path
 
 from mlgraph.cli import settle_blas_threads
+from mlgraph.config.secrets import argv_problem, redact_messages, refuse
 from mlgraph.tracking.process import start_tracking_process
 
 settle_blas_threads()  # before numpy loads
-if __name__ == "__main__":  # MLflow's imports, in a process of their own, beside the next ones
-    start_tracking_process(sys.argv[1:])
+if __name__ == "__main__":
+    refuse(argv_problem(sys.argv[1:]))  # before Hydra writes the job folder or logs the overrides
+    redact_messages()  # before the fork: the tracking process redacts its log records too
+    start_tracking_process(sys.argv[1:])  # MLflow's imports, in a process of their own, beside the next ones
 
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from importlib import import_module
 
 from mlgraph.config.app import CONFIG_DIR, hydra_main  # noqa: F401  (mlgraph.cli.CONFIG_DIR: the config folder)
+from mlgraph.config.secrets import argv_problem, redact_messages, refuse
 
 # name: (module:function taking the composed config, or module:main taking argv, one-line summary)
 COMMANDS = {
@@ -29,6 +30,10 @@ COMMANDS = {
     "reproduce": (
         "mlgraph.reporting.reproduce:main",
         "run a paper's presets and write its HTML report (000 001 002 004)",
+    ),
+    "benchmark": (
+        "mlgraph.reporting.benchmark:main",
+        "run a suite of methods on every data set here and write its report (ssl supervised)",
     ),
 }
 HYDRA_COMMANDS = ("run", "report", "toy")
@@ -53,7 +58,7 @@ def _load(target: str) -> Callable:
 
 
 def usage() -> str:
-    rows = "\n".join(f"  {name:<8} {summary}" for name, (_, summary) in COMMANDS.items())
+    rows = "\n".join(f"  {name:<10} {summary}" for name, (_, summary) in COMMANDS.items())
     return (
         f"usage: mlgraph COMMAND [ARGS...]   (or python -m mlgraph COMMAND ...)\n\ncommands:\n{rows}\n\n"
         "`mlgraph COMMAND --help` lists a command's config groups and options.\n"
@@ -88,6 +93,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     if argv[0] not in COMMANDS:
         sys.exit(f"mlgraph: unknown command {argv[0]!r}\n\n{usage()}")
+    refuse(argv_problem(argv[1:]))  # before Hydra writes the job folder or logs the overrides
+    redact_messages()  # here, so that the tracking process forked next does it too
     from mlgraph.tracking.process import start_tracking_process
 
     if argv[0] == "run":  # before the next imports, which it makes on its own
