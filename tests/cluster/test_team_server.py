@@ -163,15 +163,22 @@ def test_a_reader_reads_but_cannot_write_or_delete(server, team):
         (None, "lets in its members only, and no user name and password were given"),
         ("wrong", "refused the password of user"),
         ("reader", "has READ permission on experiment"),
+        # the same words as for a name that cannot be created: the experiment's existence is not told
+        ("outsider", "it does not exist and cannot be created under that name, or user"),
     ],
 )
 def test_missing_wrong_or_read_only_credentials_are_one_paragraph_before_anything_runs(
     server, team, tmp_path, who, words
 ):
-    credentials = {None: None, "wrong": (team["member"][0], "wrong-password"), "reader": team["reader"]}[who]
+    credentials = {
+        None: None,
+        "wrong": (team["member"][0], "wrong-password"),
+        "reader": team["reader"],
+        "outsider": team["outsider"],
+    }[who]
     done = command(server, team["experiment"], tmp_path, credentials, "dataset=emotions")
     assert done.returncode != 0 and words in done.stderr and "nothing was run" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in done.stderr and "manager" not in done.stderr
     assert not mlflow.MlflowClient(server).search_runs([team["id"]], "tags.overrides LIKE '%emotions%'")
 
 

@@ -2,6 +2,8 @@
 a real SQLite store; every status read back from MLflow."""
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -158,12 +160,13 @@ def test_interrupted_sweep_resumes_with_every_job_finished_once(tmp_path):
     proc = start(sweep, tmp_path, multirun=True)
     wait_for(lambda: job_runs(tmp_path) or proc.poll() is not None, what="one finished job")
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
-    proc.communicate(timeout=120)
+    stdout, _ = proc.communicate(timeout=120)
     client, before = all_runs(tmp_path)
     jobs = [r for r in before if r.data.tags.get("kind") != "sweep"]
     assert not [r for r in before if r.info.status == "RUNNING"], "a run was left RUNNING"
     finished_before = {r.info.run_id for r in jobs if r.info.status == "FINISHED"}
     assert finished_before and len(finished_before) < 4
+    assert f"{len(finished_before)} of 4 jobs finished" in stdout  # of all 4, not of those started
     (parent,) = [r for r in before if r.data.tags.get("kind") == "sweep"]
     assert parent.info.status == "KILLED"
 
@@ -180,7 +183,7 @@ def test_interrupted_sweep_resumes_with_every_job_finished_once(tmp_path):
     assert parent.info.status == "FINISHED" and parent.data.tags["jobs_finished"] == "4"
     table = pd.read_csv(client.download_artifacts(parent.info.run_id, "sweep.csv", str(tmp_path)))
     assert len(table) == 4 and set(table.status) == {"FINISHED"}
-    assert sorted(table.run_name) == sorted(f"nu2={v} mlmrrw-emotions" for v in ("0", "0.1", "0.5", "1"))
+    assert sorted(table.run_name) == sorted(f"mlmrrw-emotions nu2={v}" for v in ("0", "0.1", "0.5", "1"))
     assert parent.data.tags["best_run"] in set(table.run_name)
 
 
@@ -205,6 +208,130 @@ def test_sigkill_of_a_sweeps_main_process_leaves_no_orphan_and_no_running_run(tm
     assert len(jobs) == 2 and all(r.info.status == "KILLED" for r in jobs)
     (parent,) = [r for r in runs if r.data.tags.get("kind") == "sweep"]
     assert parent.info.status == "KILLED"  # closed by its jobs, as the main process could not
+
+
+def test_a_resume_after_sigkill_of_a_sweep_counts_all_its_jobs(tmp_path):
+    """SIGKILL of a 4-job sweep's main process while its second batch runs: its jobs end their runs
+    KILLED; resume=true says how many of the 4 finished and how many it runs, and finishes them."""
+    sweep = [
+        "dataset=emotions",
+        "protocol.repeats=30",
+        "protocol.rates=[0.5]",
+        "progress=false",
+        "tracking.checkpoint_seconds=0",
+        "method.nu2=0,0.1,0.5,1",
+    ]
+    proc = start(sweep, tmp_path, multirun=True)
+    wait_for(
+        lambda: (job_runs(tmp_path) and job_runs(tmp_path, "RUNNING")) or proc.poll() is not None,
+        what="a finished job and a running one",
+    )
+    family = descendants(proc.pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    wait_for(lambda: not alive(family), timeout=60, what="the jobs to end")
+    finished = job_runs(tmp_path)
+    assert 1 <= finished < 4 and not job_runs(tmp_path, "RUNNING")
+
+    code, stdout, stderr = run([*sweep, "resume=true"], tmp_path, multirun=True)
+    assert code == 0, stderr[-3000:]
+    assert f"{finished} of 4 jobs finished, {4 - finished} to run" in stdout
+    assert stdout.count(": skipped, run") == finished
+    assert f"4 of 4 jobs finished ({finished} of 4 already finished)" in stdout
+    _, runs = all_runs(tmp_path)
+    assert not [r for r in runs if r.info.status == "RUNNING"]
+    assert job_runs(tmp_path) == 4
+
+
+def tracking_process(pid: int) -> int:
+    """The job's tracking process: its child that ignores both SIGINT and SIGTERM."""
+    for child in descendants(pid):
+        try:
+            status = Path(f"/proc/{child}/status").read_text()
+        except OSError:
+            continue
+        ignored = int(re.search(r"SigIgn:\s*(\w+)", status).group(1), 16)
+        if ignored >> (signal.SIGINT - 1) & 1 and ignored >> (signal.SIGTERM - 1) & 1:
+            return child
+    pytest.fail("the job has no tracking process")
+
+
+def trial_worker_at_work(pid: int) -> int | None:
+    """A trial worker (a child of the job that takes SIGTERM) running a trial (state R)."""
+    for child in descendants(pid):
+        try:
+            status = Path(f"/proc/{child}/status").read_text()
+        except OSError:
+            continue
+        ignored = int(re.search(r"SigIgn:\s*(\w+)", status).group(1), 16)
+        if not ignored >> (signal.SIGTERM - 1) & 1 and re.search(r"State:\s*R", status):
+            return child
+    return None
+
+
+SHORT = ["dataset=yeast", "protocol.repeats=12", "protocol.rates=[0.5]", "progress=false"]
+
+
+def test_a_killed_tracking_process_is_taken_over_and_the_run_finishes(tmp_path):
+    proc = start([*SHORT, "n_jobs=2", "tracking.checkpoint_seconds=0"], tmp_path)
+    # a checkpoint row is written once the run is opened and described
+    wait_for(lambda: partial_rows(tmp_path) or proc.poll() is not None, what="the run described")
+    tracker = tracking_process(proc.pid)
+    os.kill(tracker, signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "Traceback" not in stdout + stderr
+    assert (stdout + stderr).count(f"the tracking process (pid {tracker}) died of SIGKILL") == 1
+    client, (finished,) = all_runs(tmp_path)
+    assert finished.info.status == "FINISHED" and finished.data.metrics["n_trials"] == 12
+    trials = pd.read_csv(client.download_artifacts(finished.info.run_id, "trials.csv", str(tmp_path)))
+    assert sorted(trials.repetition) == list(range(12)) and (trials.status == "ok").all()
+    saved = pd.read_csv(client.download_artifacts(finished.info.run_id, "trials_partial.csv", str(tmp_path)))
+    assert sorted(saved.repetition) == list(range(12))  # every checkpoint, before and after the death
+
+
+def test_a_killed_trial_worker_costs_its_trial_one_more_run(tmp_path):
+    proc = start([*SHORT, "n_jobs=2", "tracking.checkpoint_seconds=0"], tmp_path)
+    victim = None
+
+    def at_work():
+        nonlocal victim
+        victim = trial_worker_at_work(proc.pid)
+        return victim is not None or proc.poll() is not None
+
+    wait_for(at_work, what="a trial worker at work")
+    os.kill(victim, signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "Traceback" not in stdout + stderr
+    assert stdout.count("its worker died (signal 9); it runs again in a new worker") == 1
+    client, (finished,) = all_runs(tmp_path)
+    assert finished.info.status == "FINISHED" and finished.data.metrics["n_trials"] == 12
+    trials = pd.read_csv(client.download_artifacts(finished.info.run_id, "trials.csv", str(tmp_path)))
+    assert sorted(trials.repetition) == list(range(12)) and (trials.status == "ok").all()
+
+
+def test_sigkill_of_the_job_alone_ends_its_run_killed_and_resume_finishes_it(tmp_path):
+    """The OOM killer's way: the job's process dies, its tracking process lives on, copies the
+    checkpoint to the run and ends it KILLED."""
+    args = [*SHORT, "n_jobs=1", "tracking.checkpoint_seconds=3600"]
+    proc = start(args, tmp_path)
+    wait_for(lambda: partial_rows(tmp_path) >= 2 or proc.poll() is not None, what="two finished trials")
+    tracker = tracking_process(proc.pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    wait_for(lambda: not alive([tracker]), timeout=60, what="the tracking process to end")
+    saved = partial_rows(tmp_path)
+    client, (killed,) = all_runs(tmp_path)
+    assert killed.info.status == "KILLED" and "the job's process died" in killed.data.tags["interrupted"]
+    copy = pd.read_csv(client.download_artifacts(killed.info.run_id, "trials_partial.csv", str(tmp_path)))
+    assert len(copy) == saved
+
+    code, stdout, stderr = run([*args, "resume=true"], tmp_path)
+    assert code == 0, stderr[-3000:]
+    _, (resumed,) = all_runs(tmp_path)
+    assert resumed.info.run_id == killed.info.run_id and resumed.info.status == "FINISHED"
+    assert resumed.data.tags["resumed_trials"] == str(saved) and resumed.data.metrics["n_trials"] == 12
 
 
 def launcher_workers(pid: int) -> list[int]:
@@ -288,13 +415,16 @@ def test_sigkill_right_after_a_trial_ends_reruns_no_finished_trial(tmp_path):
     saved = partial_rows(tmp_path)
     assert saved > seen
     client, (killed,) = all_runs(tmp_path)
-    assert killed.info.status == "RUNNING"  # SIGKILL: nothing could close it
+    assert (
+        killed.info.status == "RUNNING"
+    )  # SIGKILL of the job and its tracking process: nothing could close it
     assert not client.list_artifacts(killed.info.run_id)  # no MLflow copy: the local file is all there is
 
     code, stdout, stderr = run([*args, "resume=true"], tmp_path)
     assert code == 0, stderr[-3000:]
     _, (resumed,) = all_runs(tmp_path)
     assert resumed.info.run_id == killed.info.run_id and resumed.info.status == "FINISHED"
+    assert resumed.data.tags["resumed_after"].startswith("left RUNNING")
     assert resumed.data.tags["resumed_trials"] == str(saved)  # every trial that had ended: none re-run
     assert resumed.data.metrics["n_trials"] == 10
 
@@ -431,3 +561,87 @@ def test_unreachable_tracking_server_is_named_before_anything_runs(tmp_path):
     )
     assert code != 0 and "http://127.0.0.1:9" in stderr and "nothing was run" in stderr
     assert "Traceback" not in stderr and time.monotonic() - started < 120
+
+
+def lines_said(stderr: str) -> list[str]:
+    """What the command said on stderr, without MLflow's notes of a store it creates."""
+    return [line for line in stderr.splitlines() if line.strip() and " INFO mlflow." not in line]
+
+
+def fill(folder: Path) -> None:
+    subprocess.run(["dd", "if=/dev/zero", f"of={folder}/filler", "bs=1k", "count=4000"], capture_output=True)
+
+
+def test_a_full_disk_ends_a_job_in_one_paragraph_and_no_run_stays_running(tmp_path, small_disk):
+    """The store's disk fills during a job: one paragraph, exit status 2, the run left RUNNING
+    while the store cannot be written, and continued by resume=true once there is room. The
+    outputs' disk fills: the run ends FAILED at once. 16 KB free at the start: nothing runs."""
+    store = small_disk("store")
+    args = [
+        *SHORT,
+        "protocol.repeats=40",
+        "tracking.checkpoint_seconds=0",
+        f"tracking.uri=sqlite:///{store}/mlflow.db",
+        f"tracking.artifact_location={store}/mlartifacts",
+    ]
+    proc = start(args, tmp_path / "out")
+    wait_for(lambda: described_in(store) or proc.poll() is not None, what="the run described")
+    fill(store)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 2, stderr[-3000:]
+    assert "Traceback" not in stdout + stderr and "while ending the run" not in stdout
+    (said,) = lines_said(stderr)
+    assert said.startswith(f"cannot write {store}/mlartifacts/") and "the disk is full" in said
+    client = mlflow.MlflowClient(f"sqlite:///{store}/mlflow.db")
+    (left,) = client.search_runs([client.get_experiment_by_name("mlgraph").experiment_id])
+    assert left.info.status == "RUNNING"  # the store took no more writes, not even the last try's
+    (store / "filler").unlink()
+    code, _, stderr = run([*args, "resume=true"], tmp_path / "out")
+    assert code == 0, stderr[-3000:]
+    (resumed,) = client.search_runs([left.info.experiment_id])
+    assert resumed.info.run_id == left.info.run_id and resumed.info.status == "FINISHED"
+    assert resumed.data.tags["resumed_after"].startswith("left RUNNING")
+
+    outputs = small_disk("outputs")
+    args = [
+        *SHORT,
+        "protocol.repeats=40",
+        f"tracking.uri=sqlite:///{tmp_path}/elsewhere/mlflow.db",
+        f"tracking.artifact_location={tmp_path}/elsewhere/mlartifacts",
+    ]
+    proc = start(args, outputs)
+    wait_for(
+        lambda: described_in(tmp_path / "elsewhere") or proc.poll() is not None, what="the run described"
+    )
+    fill(outputs)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in stdout + stderr, stderr[-3000:]
+    assert any(line.startswith("cannot write") and "the disk is full" in line for line in lines_said(stderr))
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/elsewhere/mlflow.db")
+    (failed,) = client.search_runs([client.get_experiment_by_name("mlgraph").experiment_id])
+    assert failed.info.status == "FAILED"
+
+    for leftover in outputs.iterdir():  # 16 KB left free
+        shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
+    count = shutil.disk_usage(outputs).free // 1024 - 16
+    subprocess.run(
+        ["dd", "if=/dev/zero", f"of={outputs}/filler", "bs=1k", f"count={count}"], capture_output=True
+    )
+    code, stdout, stderr = run(SHORT, outputs)
+    assert code == 2 and "Traceback" not in stdout + stderr, stderr[-3000:]
+    (said,) = lines_said(stderr)
+    assert said.startswith(f"cannot write to the run folder {outputs}/runs/")
+    assert "the disk is full (16 KB free, a job needs 1 MB to start); nothing was run." in said
+
+
+def described_in(folder: Path) -> bool:
+    """Whether the store in ``folder`` holds a run with its tags."""
+    if not (folder / "mlflow.db").exists():
+        return False
+    try:
+        client = mlflow.MlflowClient(f"sqlite:///{folder}/mlflow.db")
+        experiment = client.get_experiment_by_name("mlgraph")
+        runs = client.search_runs([experiment.experiment_id]) if experiment else []
+    except Exception:
+        return False
+    return any("dataset_sha256" in r.data.tags for r in runs)

@@ -1,6 +1,6 @@
 """How a job ends and resumes: the launcher's account of a dead worker, the per-trial checkpoint
-and what a resume reads back (a throwaway SQLite store), the SLURM signal delay, and a SLURM job's
-last moments (in a subprocess)."""
+and what a resume reads back (a throwaway SQLite store), what a resumed sweep has left, the SLURM
+signal delay, and a SLURM job's last moments (in a subprocess)."""
 
 import logging
 import signal
@@ -10,11 +10,13 @@ import sys
 import mlflow
 import numpy as np
 import pandas as pd
+from omegaconf import OmegaConf
 
-from mlgraph.engine.experiment import Checkpoint, finished_trials
+from mlgraph.engine.checkpoint import Checkpoint, finished_trials
+from mlgraph.engine.jobs import planned_jobs, resume_note
 from mlgraph.engine.launcher import _dead_message, death_cause
 from mlgraph.engine.sweep import signal_delay
-from mlgraph.tracking.store import setup_experiment
+from mlgraph.tracking.store import close_left_running, setup_experiment
 
 
 def test_a_dead_worker_is_named_with_how_it_died_and_what_to_run():
@@ -130,3 +132,30 @@ def test_a_slurm_job_that_has_returned_ignores_its_time_limit_signal():
     moments, kills it: it exits 0 with its result."""
     done = subprocess.run([sys.executable, "-c", LATE_SIGNAL], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, "the job's return\n"), done.stderr
+
+
+def test_a_resumed_sweep_counts_its_jobs_out_of_all_it_plans():
+    """A sweep killed with 2 of its 4 jobs started, one finished: 1 of 4, not 1 of 2."""
+    table = pd.DataFrame({"status": ["FINISHED", "KILLED"]})
+    assert resume_note(table, 4).startswith("1 of 4 jobs finished, 3 to run")
+    assert resume_note(table.iloc[:0], 4).startswith("0 of 4 jobs finished, 4 to run")
+    assert resume_note(table, None).startswith("1 of 2 jobs finished, the others to run")
+    grid = {"overrides": {"task": ["method.nu2=0,0.1,0.5,1", "dataset=yeast,emotions"]}, "sweeper": {}}
+    assert planned_jobs(OmegaConf.create({"hydra": grid})) == 8
+    optuna = {"overrides": {"task": ["method.nu2=interval(0,1)"]}, "sweeper": {"n_trials": 20}}
+    assert planned_jobs(OmegaConf.create({"hydra": optuna})) == 20
+
+
+def test_a_resume_ends_the_runs_of_its_config_left_running_but_the_one_it_reopens(tmp_path):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    experiment = setup_experiment(uri, "left")
+    client = mlflow.MlflowClient(uri)
+    runs = {
+        name: client.create_run(experiment, run_name=name, tags={"config_hash": chash}).info.run_id
+        for name, chash in (("finished", "h"), ("left", "h"), ("reopened", "h"), ("other", "g"))
+    }
+    client.set_terminated(runs["finished"], "FINISHED")
+    assert close_left_running(experiment, "h", keep=runs["reopened"]) == [runs["left"]]
+    status = {name: client.get_run(run_id).info.status for name, run_id in runs.items()}
+    assert status == {"finished": "FINISHED", "left": "FAILED", "reopened": "RUNNING", "other": "RUNNING"}
+    assert client.get_run(runs["left"]).data.tags["interrupted"].startswith("left RUNNING")

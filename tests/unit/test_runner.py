@@ -1,4 +1,11 @@
-"""Trial runner: parallel execution, failed trials kept as data, summaries."""
+"""Trial runner: parallel execution, failed trials kept as data, dead workers' trials run again,
+summaries."""
+
+import logging
+import multiprocessing
+import os
+import signal
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -7,6 +14,7 @@ from sklearn.base import BaseEstimator
 
 from mlgraph.engine.runner import Parallelism, resolve_parallelism, run_trials, summarise
 from mlgraph.evaluation.protocols import labelling_rate_trials
+from mlgraph.processes.workers import WorkerDied, each_in_workers
 
 
 class ColumnMeans(BaseEstimator):
@@ -126,3 +134,101 @@ def test_forked_workers_start_the_trials_before_on_start_and_give_every_row(data
     assert events == ["start"] + ["row"] * 6 and len(table) == 6
     sequential = run_trials(ColumnMeans(), X, Y, trials, ["avg_precision"], Parallelism(1, 1), progress=False)
     pd.testing.assert_series_equal(table.avg_precision, sequential.avg_precision)
+
+
+def _square_or_die(item):
+    """``x * x``; the item's worker dies of SIGKILL on every attempt whose marker file is
+    missing (each attempt leaves its marker, so ``deaths`` files mean that many deaths)."""
+    x, folder, deaths = item
+    if x == 3:
+        for attempt in range(deaths):
+            marker = folder / f"died-{attempt}"
+            if not marker.exists():
+                marker.touch()
+                os.kill(os.getpid(), signal.SIGKILL)
+    return x * x
+
+
+@pytest.mark.parametrize("deaths", [1, 2])
+def test_a_dead_worker_costs_its_item_one_more_attempt_and_no_other(tmp_path, deaths):
+    retried = []
+    items = [(x, tmp_path, deaths) for x in range(6)]
+    with each_in_workers(
+        _square_or_die, items, 2, on_retry=lambda i, died: retried.append((i, str(died)))
+    ) as ended:
+        results = dict(ended)
+    assert retried == [(3, "worker died (signal 9)")]
+    assert {i: r for i, r in results.items() if i != 3} == {i: i * i for i in range(6) if i != 3}
+    if deaths == 1:  # the second worker that took it finished it
+        assert results[3] == 9
+    else:
+        assert isinstance(results[3], WorkerDied) and results[3].exitcode == -signal.SIGKILL
+        assert str(results[3]) == "worker died (signal 9) in each of 2 attempts"
+    assert not multiprocessing.active_children()
+
+
+def _fail(x):
+    raise ValueError(f"bad item {x}")
+
+
+def test_an_error_of_the_function_is_raised_and_the_workers_end():
+    with pytest.raises(ValueError, match="bad item"), each_in_workers(_fail, [1, 2, 3], 2) as ended:
+        list(ended)
+    assert not multiprocessing.active_children()
+
+
+class DiesOnce(ColumnMeans):
+    """Kills the process that fits it when half its training rows are labelled (the 0.5 rate's
+    trials), as long as ``folder`` holds fewer than ``deaths`` markers (one per death)."""
+
+    fail_below_labelled = 0
+
+    def __init__(self, folder=None, deaths=1):
+        self.folder, self.deaths = folder, deaths
+
+    def fit(self, X, Y):
+        if (Y != -1).all(axis=1).mean() == 0.5 and len(list(Path(self.folder).iterdir())) < self.deaths:
+            (Path(self.folder) / f"died-{os.getpid()}").touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().fit(X, Y)
+
+
+@pytest.mark.parametrize("deaths", [1, 2])
+def test_a_trial_whose_worker_dies_runs_again_once_then_is_a_failed_row(data, tmp_path, caplog, deaths):
+    X, Y = data
+    trials = labelling_rate_trials(len(X), rates=[0.3, 0.5], repeats=2, seed=0)
+    trials = [t for t in trials if t.rate == 0.3 or t.repetition == 0]  # one trial of 45 training rows
+    with caplog.at_level(logging.WARNING):
+        table = run_trials(
+            DiesOnce(tmp_path, deaths), X, Y, trials, ["avg_precision"], Parallelism(2, 1), progress=False
+        )
+    assert len(table) == 3 and len(list(tmp_path.iterdir())) == deaths
+    assert (
+        "trial rate=0.5 repetition=0: its worker died (signal 9); it runs again in a new worker"
+        in caplog.text
+    )
+    dying = table[table.rate == 0.5].iloc[0]
+    if deaths == 1:
+        assert (table.status == "ok").all()
+    else:
+        assert dying.status == "failed" and dying.error == "worker died (signal 9) in each of 2 attempts"
+        assert (table[table.rate == 0.3].status == "ok").all()
+    expected = run_trials(ColumnMeans(), X, Y, trials, ["avg_precision"], Parallelism(1, 1), progress=False)
+    ok = table.status == "ok"
+    np.testing.assert_allclose(table.avg_precision[ok], expected.avg_precision[ok])
+
+
+@pytest.mark.slow
+def test_trials_on_several_blas_threads_run_in_spawned_workers(data, tmp_path):
+    """Spawned workers (a forked one may not run multithreaded OpenMP): same rows, and a dead
+    worker's trial runs again there too (a few seconds: each worker imports mlgraph)."""
+    X, Y = data
+    trials = [
+        t for t in labelling_rate_trials(len(X), rates=[0.3, 0.5], repeats=2, seed=0) if t.repetition == 0
+    ]
+    table = run_trials(
+        DiesOnce(tmp_path, 1), X, Y, trials, ["avg_precision"], Parallelism(2, 2), progress=False
+    )
+    expected = run_trials(ColumnMeans(), X, Y, trials, ["avg_precision"], Parallelism(1, 1), progress=False)
+    assert len(list(tmp_path.iterdir())) == 1 and (table.status == "ok").all()
+    pd.testing.assert_series_equal(table.avg_precision, expected.avg_precision)

@@ -9,18 +9,20 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from mlgraph.engine.experiment import AllTrialsFailed, ConfigError, run_experiment
-from mlgraph.engine.runner import Parallelism, resolve_parallelism
-from mlgraph.engine.sweep import (
+from mlgraph.engine.checks import ConfigError
+from mlgraph.engine.experiment import run_experiment
+from mlgraph.engine.jobs import (
     ENV_JOBS,
     JobInfo,
-    SweepProgress,
     concurrent_jobs,
-    record_job_end,
+    parent_name,
     run_name,
     sweep_size,
     swept_keys,
 )
+from mlgraph.engine.results import AllTrialsFailed
+from mlgraph.engine.runner import Parallelism, resolve_parallelism
+from mlgraph.engine.sweep import SweepProgress, record_job_end
 from mlgraph.tracking.store import canonical, config_hash
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -61,16 +63,32 @@ def test_config_hash_ignores_how_a_job_runs_but_not_what_it_computes():
     assert config_hash(_compose("dataset=emotions", "seed=1")) != base
 
 
-def test_run_names_lead_with_what_varies():
+def test_run_names_start_with_method_and_dataset_then_what_varies():
     cfg = _compose("dataset=yeast", "method.nu1=1.0", "method.nu2=0.1")
-    assert run_name(cfg, JobInfo(varied=("method.nu1", "method.nu2"))) == "nu1=1 nu2=0.1 mlmrrw-yeast"
+    assert run_name(cfg, JobInfo(varied=("method.nu1", "method.nu2"))) == "mlmrrw-yeast nu1=1 nu2=0.1"
     single = JobInfo(overrides=("method=mlmrrw", "dataset=yeast", "method.nu2=0.1", "progress=false"))
-    assert run_name(cfg, single) == "nu2=0.1 mlmrrw-yeast"
-    assert run_name(cfg, JobInfo(varied=("dataset",))) == "yeast-mlmrrw"  # a sweep over datasets
+    assert run_name(cfg, single) == "mlmrrw-yeast nu2=0.1"
+    assert run_name(cfg, JobInfo(varied=("dataset",))) == "mlmrrw-yeast"  # a sweep over datasets
     assert run_name(cfg, JobInfo(varied=("method", "dataset"))) == "mlmrrw-yeast"
     cfg = _compose("method=br_knn", "selector=gmba", "dataset=emotions", "selector.fraction=0.3")
     job = JobInfo(varied=("selector", "selector.fraction"), choices={"selector": "gmba"})
-    assert run_name(cfg, job) == "fraction=0.3 gmba-br_knn-emotions"
+    assert run_name(cfg, job) == "br_knn-emotions-gmba fraction=0.3"
+
+
+def test_run_names_show_floats_to_four_significant_digits():
+    cfg = _compose("dataset=yeast", "method.gamma_A=0.0016180339887", "method.nu2=12345.678")
+    job = JobInfo(varied=("method.gamma_A", "method.nu2"))
+    assert run_name(cfg, job) == "mlmrrw-yeast gamma_A=0.001618 nu2=1.235e+04"
+    assert run_name(_compose("dataset=yeast", "method.nu2=2.0"), JobInfo(varied=("method.nu2",))) == (
+        "mlmrrw-yeast nu2=2"
+    )
+
+
+def test_sweep_parents_are_named_after_their_preset_or_the_varied_keys():
+    preset = OmegaConf.create({"hydra": {"runtime": {"choices": {"experiment": "ssl_comparison"}}}})
+    assert parent_name(preset, ["method", "dataset"], "20261128-1") == "ssl_comparison (sweep 20261128-1)"
+    plain = OmegaConf.create({"hydra": {"runtime": {"choices": {"experiment": None}}}})
+    assert parent_name(plain, ["method.nu2"], "20261128-1") == "method.nu2 (sweep 20261128-1)"
 
 
 def test_sweep_progress_counts_job_notes_and_estimates_the_time_left(tmp_path, capsys):

@@ -6,30 +6,30 @@ set to −1) and scores its test split. Transductive estimators (class attribute
 points join the graph as unlabelled nodes: they are fitted once on training plus test rows, with
 every test row −1, and their scores on the test rows (``label_scores_``, ``transduction_``) are
 evaluated. Test labels are never seen, and every transductive method follows this one rule.
-Trials run in parallel workers (forked from the job where that is safe, :mod:`mlgraph.processes.workers`;
-else joblib's) with BLAS threads capped so that ``n_jobs × blas_threads`` never exceeds the cores given; a trial that raises is kept
-as a row with ``status="failed"`` and its error, while the others finish. Each finished row is
-handed to ``on_row`` as it completes (the job checkpoints them to MLflow), and trials already
-done in an interrupted run can be passed back in and are not run again.
+Trials run in parallel workers (forked from the job where that is safe, else spawned:
+:mod:`mlgraph.processes.workers`) with BLAS threads capped so that ``n_jobs × blas_threads`` never
+exceeds the cores given; a trial that raises, or whose worker dies twice, is kept as a row with
+``status="failed"`` and its error, while the others finish. Each finished row is handed to
+``on_row`` as it completes (the job checkpoints them to MLflow), and trials already done in an
+interrupted run can be passed back in and are not run again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import os
 import time
 import traceback
 import warnings
 from collections.abc import Callable
-from concurrent.futures import as_completed
 from dataclasses import dataclass
 
 import joblib
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from joblib import Parallel, delayed
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
@@ -37,7 +37,9 @@ from mlgraph.evaluation.metrics import DUAL_SET_METRICS, METRICS, evaluate, eval
 from mlgraph.evaluation.protocols import Trial, rate_step
 from mlgraph.graphs.kernels import kept_buffers, thread_pools
 from mlgraph.processes.signals import die_with_parent, stop_workers
-from mlgraph.processes.workers import FORK, forked
+from mlgraph.processes.workers import FORK, WorkerDied, each_in_workers
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,11 @@ class Parallelism:
 
 @contextlib.contextmanager
 def quick_exit():
-    """Around a command's entry point, for a process about to end: afterwards, kill the idle
-    trial workers (loky would wait while each tears its interpreter down, about a second) and
-    freeze the garbage collector, so that the interpreter's shutdown does not traverse every
-    object the imports made (seconds with MLflow loaded). Exit handlers still run."""
+    """Around a command's entry point, for a process about to end: afterwards, kill joblib's
+    idle workers, if anything started them (loky would wait while each tears its interpreter
+    down, about a second), and freeze the garbage collector, so that the interpreter's shutdown
+    does not traverse every object the imports made (seconds with MLflow loaded). Exit handlers
+    still run."""
     try:
         yield
     finally:
@@ -79,7 +82,7 @@ def resolve_parallelism(
     trials than cores, one process per trial and the spare cores as BLAS threads (one large
     trial gets them all). Inside a parallel Hydra launcher, whose jobs share the cores, one
     process with this job's share as BLAS threads: cores ÷ ``launcher_jobs`` (the jobs running
-    at once, :func:`mlgraph.engine.sweep.concurrent_jobs`), or one thread when that is not known."""
+    at once, :func:`mlgraph.engine.jobs.concurrent_jobs`), or one thread when that is not known."""
     cores = cores or available_cores()
     if n_jobs == "auto":
         n_jobs = 1 if in_parallel_launcher else min(cores, n_trials or cores)
@@ -179,11 +182,9 @@ def unavailable_scores_note(table: pd.DataFrame, metrics) -> str | None:
     )
 
 
-def _run_one(
-    estimator, X, Y, trial: Trial, metrics, blas_threads: int, evaluation: dict, tuning=None
-) -> dict:
-    die_with_parent()  # a worker whose job is killed, even by SIGKILL, goes with it
-    row = {
+def _trial_row(trial: Trial) -> dict:
+    """The columns every trial's row starts with."""
+    return {
         "rate": trial.rate,
         "step": trial.step,
         "repetition": trial.repetition,
@@ -193,6 +194,28 @@ def _run_one(
         "status": "ok",
         "error": "",
     }
+
+
+def _died_row(trial: Trial, died: WorkerDied) -> dict:
+    """A trial whose workers died each time it ran (SIGKILL, out of memory, a crash): a failed
+    trial, not the end of the run."""
+    return {**_trial_row(trial), "status": "failed", "error": str(died)}
+
+
+def _say_retry(trial: Trial, died: WorkerDied) -> None:
+    log.warning(
+        "trial rate=%g repetition=%d: its %s; it runs again in a new worker",
+        trial.rate,
+        trial.repetition,
+        died,
+    )
+
+
+def _run_one(
+    estimator, X, Y, trial: Trial, metrics, blas_threads: int, evaluation: dict, tuning=None
+) -> dict:
+    die_with_parent()  # a worker whose job is killed, even by SIGKILL, goes with it
+    row = _trial_row(trial)
     try:
         # undefined F1 terms are counted per trial (n_degenerate_labels) and warned once per run
         with thread_pools().limit(limits=blas_threads), warnings.catch_warnings():
@@ -228,19 +251,19 @@ def _run_one(
     return row
 
 
-_JOB: tuple = ()  # a forked trial worker's (estimator, X, Y, metrics, blas_threads, evaluation, tuning)
-_WORKER = contextlib.ExitStack()  # what a forked trial worker keeps until it ends
+_JOB: tuple = ()  # a trial worker's (estimator, X, Y, metrics, blas_threads, evaluation, tuning)
+_WORKER = contextlib.ExitStack()  # what a trial worker keeps until it ends
 
 
 def _adopt_job(*job) -> None:
-    """A forked trial worker's start: keep the job, and the n×n buffers from trial to trial."""
+    """A trial worker's start: keep the job, and the n×n buffers from trial to trial."""
     global _JOB
     _JOB = job
     _WORKER.enter_context(kept_buffers())
 
 
 def _run_forked(trial: Trial) -> dict:
-    """:func:`_run_one` in a forked worker, on the job its parent left it (:func:`_adopt_job`)."""
+    """:func:`_run_one` in a trial worker, on the job it was given (:func:`_adopt_job`)."""
     estimator, X, Y, *rest = _JOB
     return _run_one(estimator, X, Y, trial, *rest)
 
@@ -276,8 +299,11 @@ def run_trials(
     parallel workers: while they run), before the first row.
 
     Parallel trials on one BLAS thread each run in workers forked from this process, which
-    start at once with its imports and share its arrays (:mod:`mlgraph.processes.workers`); with more
-    threads per trial (a forked worker may not run multithreaded OpenMP), in joblib's workers."""
+    start at once with its imports and share its arrays; with more threads per trial (a forked
+    worker may not run multithreaded OpenMP), in spawned workers
+    (:func:`mlgraph.processes.workers.each_in_workers`). A trial whose worker dies runs again in a
+    new one (with a warning); when that one dies too, the trial is a failed row (``worker died
+    (signal 9) in each of 2 attempts``) and the run goes on."""
     if sp.issparse(X):
         X = X.tocsr()
     done = done if done is not None and len(done) else pd.DataFrame(columns=["rate", "repetition"])
@@ -289,12 +315,22 @@ def run_trials(
     with contextlib.ExitStack() as stack:
         if n_jobs == 1:  # trials in this process: its n×n buffers kept from one to the next
             stack.enter_context(kept_buffers())
-        if n_jobs > 1 and parallelism.blas_threads == 1 and FORK:
-            pool = stack.enter_context(forked(n_jobs, _adopt_job, job))
-            results = (f.result() for f in as_completed([pool.submit(_run_forked, t) for t in pending]))
+            results = (_run_one(estimator, X, Y, t, *job[3:]) for t in pending)
         else:
-            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
-                delayed(_run_one)(estimator, X, Y, t, *job[3:]) for t in pending
+            fork = parallelism.blas_threads == 1 and FORK
+            ended = stack.enter_context(
+                each_in_workers(
+                    _run_forked,
+                    pending,
+                    n_jobs,
+                    _adopt_job,
+                    job,
+                    fork,
+                    on_retry=lambda i, died: _say_retry(pending[i], died),
+                )
+            )
+            results = (
+                _died_row(pending[i], value) if isinstance(value, WorkerDied) else value for i, value in ended
             )
         if on_start is not None:
             on_start()

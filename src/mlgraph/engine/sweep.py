@@ -1,8 +1,8 @@
 """Legible sweeps: what each job varies, one parent run per sweep, and the sweep's table.
 
 A Hydra multirun opens a parent MLflow run (:class:`SweepCallback`) before its jobs start; each
-job's run is nested under it, named after the parameters the sweep varies first
-(``nu1=1 nu2=0.1 mlmrrw-yeast``) and tagged with its overrides, the sweep id and its job number.
+job's run is nested under it, named by method and data set, then the parameters the sweep
+varies (``mlmrrw-yeast nu1=1 nu2=0.1``), and tagged with its overrides, the sweep id and its job number.
 When the sweep ends, however it ends, the parent holds ``sweep.csv`` (one row per job: overrides, status, headline
 metrics), the best job as tags, and a final status. The parent's id, the sweep id and the swept
 keys reach the jobs through environment variables, which every launcher passes on (local
@@ -19,7 +19,6 @@ import datetime
 import hashlib
 import json
 import logging
-import math
 import os
 import signal
 import subprocess
@@ -27,18 +26,30 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import joblib
 import pandas as pd
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from mlgraph.config import keys as config_keys
+from mlgraph.config.secrets import redact_file, redact_mapping
+from mlgraph.engine.jobs import (
+    ENV_JOBS,
+    ENV_KEYS,
+    ENV_PARENT,
+    ENV_PROGRESS,
+    ENV_SWEEP,
+    HEADLINE,
+    JobInfo,
+    parent_name,
+    planned_jobs,
+    resume_note,
+    sweep_size,
+    sweeper_params,
+    swept_keys,
+)
 from mlgraph.processes.signals import Interrupted, forward_and_wait, process_gone
 from mlgraph.tracking.store import (
     StorageError,
@@ -53,127 +64,6 @@ if TYPE_CHECKING:
     import mlflow
 
 log = logging.getLogger(__name__)
-
-ENV_PARENT, ENV_SWEEP, ENV_KEYS = "MLGRAPH_PARENT_RUN_ID", "MLGRAPH_SWEEP_ID", "MLGRAPH_SWEPT_KEYS"
-ENV_JOBS = "MLGRAPH_SWEEP_JOBS"
-# Launchers (hydra/launcher options) whose jobs share this machine's cores.
-LOCAL_PARALLEL_LAUNCHERS = ("processes", "joblib", "submitit_local")
-ENV_PROGRESS = "MLGRAPH_SWEEP_PROGRESS"  # the folder where each job leaves a note when it ends
-HEADLINE = (
-    "avg_precision_overall",
-    "accuracy_all_overall",
-    "micro_f1_overall",
-    "macro_f1_overall",
-    "hamming_loss_overall",
-)
-# Keys never shown in a run name: they are in its prefix, or change nothing that is computed.
-_UNNAMED = {"method", "dataset", "selector", "progress", "n_jobs", "resume", "strict", "graph_cache"}
-
-
-@dataclass(frozen=True)
-class JobInfo:
-    """Where a job sits: its overrides, the keys its sweep varies, the sweep and job number."""
-
-    overrides: tuple[str, ...] = ()
-    varied: tuple[str, ...] | None = None  # None: a single run, named after its overrides
-    sweep_id: str | None = None
-    job_num: int | None = None
-    parent_run_id: str | None = None
-    choices: dict = field(default_factory=dict)
-
-    @classmethod
-    def from_hydra(cls, hc) -> JobInfo:
-        overrides = tuple(hc.overrides.task)
-        choices = dict(hc.runtime.choices)
-        if os.environ.get(ENV_PARENT) and hc.mode.name == "MULTIRUN":
-            keys = tuple(k for k in os.environ.get(ENV_KEYS, "").split(",") if k)
-            return cls(
-                overrides, keys, os.environ.get(ENV_SWEEP), hc.job.num, os.environ[ENV_PARENT], choices
-            )
-        return cls(overrides, None, None, None, None, choices)
-
-    def tags(self) -> dict[str, str]:
-        tags = {"overrides": " ".join(self.overrides)[:5000]}
-        if self.sweep_id:
-            tags.update(sweep_id=self.sweep_id, job_num=str(self.job_num))
-        return tags
-
-
-def override_keys(overrides, sweeps_only: bool) -> list[str]:
-    """The keys (or config groups) set by Hydra ``overrides``; with ``sweeps_only``, those that
-    take several values (``a=1,2``, ``range(...)``, ``choice(...)``, globs)."""
-    parsed = OverridesParser.create().parse_overrides(list(overrides))
-    return [o.key_or_group for o in parsed if o.is_sweep_override() or not sweeps_only]
-
-
-def _sweeper_params(config: DictConfig) -> dict:
-    params = config.hydra.sweeper.get("params")
-    return OmegaConf.to_container(params, resolve=False) if params else {}
-
-
-def swept_keys(config: DictConfig) -> list[str]:
-    """What a multirun varies: sweep overrides on the command line and the sweeper's params
-    (experiment presets put their grids there)."""
-    params = _sweeper_params(config)
-    keys = override_keys(config.hydra.overrides.task, sweeps_only=True)
-    keys += override_keys([f"{k}={v}" for k, v in params.items()], sweeps_only=True)
-    return list(dict.fromkeys(keys))
-
-
-def sweep_size(config: DictConfig) -> int | None:
-    """How many jobs a multirun launches: the product of the swept keys' value counts (the
-    sweeper's params, then the command line, as Hydra's basic sweeper combines them); None
-    when a glob or an interval sweep makes it unknown here."""
-    args = [f"{k}={v}" for k, v in _sweeper_params(config).items()] + list(config.hydra.overrides.task)
-    try:
-        counts = {
-            o.get_key_element(): len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1
-            for o in OverridesParser.create().parse_overrides(args)
-        }
-    except HydraException:
-        return None
-    return math.prod(counts.values())
-
-
-def concurrent_jobs(launcher: DictConfig) -> int | None:
-    """How many jobs of this sweep run at once in a local parallel launcher (its ``n_jobs``, in
-    joblib's meaning, at most the sweep's size, from the sweep's process), so that each can give
-    its share of the cores to BLAS; None when not known."""
-    size = os.environ.get(ENV_JOBS, "")
-    if not size.isdigit():
-        return None
-    n_jobs = launcher.get("n_jobs")
-    at_once = joblib.effective_n_jobs(n_jobs) if isinstance(n_jobs, int) else int(size)
-    return max(1, min(int(size), at_once))
-
-
-def run_name(cfg: DictConfig, job: JobInfo) -> str:
-    """What the job varies first, so that a name cut short in a table still tells jobs apart:
-    ``key=value`` for every varied key (the sweep's swept keys, or a single run's own
-    overrides; the key shortened to its last part), then ``<method>-<dataset>[-<selector>]``
-    with the varied ones of those first (``nu2=0.1 mlmrrw-yeast``, ``yeast-mlmrrw`` for a
-    sweep over datasets)."""
-    selector = cfg.get("selector", {}).get("name", "none")
-    groups = {"method": cfg.method.name, "dataset": cfg.dataset.name}
-    if selector != "none":
-        groups["selector"] = selector
-    keys = job.varied if job.varied is not None else override_keys(job.overrides, sweeps_only=False)
-    keys = [k.lstrip("+~") for k in keys]
-    varied_groups = [g for g in groups if g in keys]
-    base = "-".join(groups[g] for g in [*varied_groups, *(g for g in groups if g not in varied_groups)])
-    keys = [
-        k for k in keys if k not in _UNNAMED and k not in groups and not k.startswith(("hydra", "tracking"))
-    ]
-    shorts = [k.split(".")[-1].split("/")[-1] for k in keys]
-    parts = []
-    for key, short in zip(keys, shorts, strict=True):
-        label = short if shorts.count(short) == 1 else key
-        value = job.choices.get(key)  # a config group is named by the option chosen
-        if value is None:
-            value = OmegaConf.select(cfg, key.replace("/", "."), default=None)
-            value = OmegaConf.to_object(value) if OmegaConf.is_config(value) else value
-        parts.append(f"{label}={canonical(value)}")
-    return " ".join([*parts, base])
 
 
 def close_orphaned_sweep() -> None:
@@ -301,7 +191,7 @@ def _best(table: pd.DataFrame) -> pd.Series | None:
 def sweep_key(config: DictConfig) -> str:
     """Identifies a sweep by its experiment, command-line overrides and sweeper params, so
     that running the same command again with ``resume=true`` finds its parent run."""
-    params = _sweeper_params(config)
+    params = sweeper_params(config)
     text = repr(
         (
             config.tracking.experiment,
@@ -479,6 +369,7 @@ class SweepCallback(Callback):
         self.interrupted = False
         self.progress: SweepProgress | None = None
         self.job_started = time.monotonic()
+        self.all_failed = False  # set when the sweep ends with no job finished
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra turns a callback's exception into a warning and runs the sweep anyway: a store
@@ -509,24 +400,33 @@ class SweepCallback(Callback):
             if config.get("resume")
             else []
         )
+        self.planned = planned_jobs(config)
         if previous:
             run = previous[0]
             self.client.update_run(run.info.run_id, status="RUNNING")
             sweep_id = run.data.tags["sweep_id"]
-            log.info("resuming sweep %s (parent run %s)", sweep_id, run.info.run_id)
+            done = sweep_table(self.client, experiment_id, run.info.run_id)
+            log.info(
+                "resuming sweep %s (parent run %s): %s",
+                sweep_id,
+                run.info.run_id,
+                resume_note(done, self.planned),
+            )
         else:
             sweep_id = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:4]
             keys = swept_keys(config)
             run = self.client.create_run(
                 experiment_id,
-                run_name=f"sweep {sweep_id}: {' '.join(keys)}",
-                tags={
-                    "kind": "sweep",
-                    "sweep_id": sweep_id,
-                    "sweep_key": key,
-                    "swept": ",".join(keys),
-                    "overrides": " ".join(config.hydra.overrides.task)[:5000],
-                },
+                run_name=parent_name(config, keys, sweep_id),
+                tags=redact_mapping(
+                    {
+                        "kind": "sweep",
+                        "sweep_id": sweep_id,
+                        "sweep_key": key,
+                        "swept": ",".join(keys),
+                        "overrides": " ".join(config.hydra.overrides.task)[:5000],
+                    }
+                ),
             )
         self.parent = run.info.run_id
         os.environ.update(
@@ -583,8 +483,12 @@ class SweepCallback(Callback):
             log.warning("could not record the job's end for the sweep's progress: %s", exc)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """The sweeper returned: close the parent; a sweep whose every job failed exits with
+        status 1 (a sweeper that goes on past failed jobs, as Optuna's does, returns normally)."""
         self.completed = True
         self._close()
+        if self.all_failed:
+            raise SystemExit(1)
 
     def _close(self) -> None:
         """Log the table and end the parent: FINISHED when every job finished (or had finished
@@ -622,10 +526,12 @@ class SweepCallback(Callback):
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
         path = self.sweep_dir / "sweep.csv"
         table.to_csv(path, index=False)
+        redact_file(path)
         self.client.log_artifact(parent, str(path))
         finished = int((table.status == "FINISHED").sum()) if len(table) else 0
         skipped = int((table.status == "FINISHED").mul(table.skipped).sum()) if len(table) else 0
-        n_jobs = len(table) + sum(run_id is None for *_, run_id in DEAD_JOBS)  # some died before their run
+        counted = len(table) + sum(run_id is None for *_, run_id in DEAD_JOBS)  # some died before their run
+        n_jobs = max(self.planned or 0, counted) if counted else 0  # jobs never started are not finished
         dead = "; ".join(f"#{n} ({' '.join(o)}): {cause}" for n, o, cause, _ in DEAD_JOBS)
         tags = {
             "jobs": str(n_jobs),
@@ -648,8 +554,29 @@ class SweepCallback(Callback):
             summary += f" ({skipped} of {n_jobs} already finished)"
         if DEAD_JOBS:
             summary += f", {len(DEAD_JOBS)} died (resume with resume=true)"
+        if not n_jobs:  # stopped before any job (a sweeper that refused its config says why)
+            return False
         print(
             f"{summary}, table {path}"
             + (f", best {best.run_name} ({best.name} {best[best.name]:.4f})" if best is not None else "")
         )
-        return bool(n_jobs) and finished == n_jobs
+        if not finished and not self.interrupted:
+            self.all_failed = True
+            print(
+                f"sweep {parent}: all {n_jobs} jobs failed; first error: {self._first_error(table)}",
+                file=sys.stderr,
+            )
+        return finished == n_jobs
+
+    def _first_error(self, table: pd.DataFrame) -> str:
+        """The error of the sweep's first failed job (in job order): its run's ``error`` tag, or
+        how its process died."""
+        for run_id in table.run_id:
+            tags = self.client.get_run(run_id).data.tags
+            error = tags.get("error") or tags.get("interrupted")
+            if error:
+                return error.strip()
+        if DEAD_JOBS:
+            num, _, cause, _ = min(DEAD_JOBS, key=lambda d: d[0])
+            return f"job #{num} died of {cause}"
+        return "none recorded (see the jobs' logs in the sweep folder)"

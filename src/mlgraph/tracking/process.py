@@ -15,19 +15,30 @@ caller's process. Every step of one run goes to one process, so MLflow's active 
 where the steps run.
 
 The process ignores Ctrl-C and SIGTERM: the job catches them and closes the run through it. It
-ends when the job says so or when the job's end of the pipe closes (the job ended, even by
-SIGKILL), without ending the run: a job killed outright leaves its run RUNNING, as it would
-without this process. Processes forked from the job later (its trial workers) drop the pipe.
+ends when the job says so, or when the job's end of the pipe closes without a word (the job's
+process died: SIGKILL, the out-of-memory killer, a crash): it then copies the job's local
+checkpoint to the run and ends the run KILLED, which ``resume=true`` continues. Processes forked
+from the job later (its trial workers) drop the pipe.
+
+When this process dies (SIGKILL, the out-of-memory killer), the job notices at its next step
+(the pipe closed, or the process reaped): it says so in one paragraph and carries out that step
+and every later one itself, with MLflow's own connection, the run the process had opened made
+MLflow's active run here first (a step's ``take_over``). A step the process was carrying out when
+it died runs again here (its ``redo``, when it has one, else the step itself), so every step is
+one that may run twice: the run is ended, not left RUNNING, and no checkpoint is lost (each
+copies the whole local file).
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import pickle
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, Pipe
@@ -36,22 +47,30 @@ from typing import Any
 __all__ = ["start_tracking_process", "stop_tracking_process", "tracked"]
 
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
+log = logging.getLogger(__name__)
 
 
 class _TrackingProcess:
-    """The job's side: the pipe to the process and the number of the last request."""
+    """The job's side: the pipe to the process, the number of the last request, and what a
+    take-over needs (the ``take_over`` hook of each step done, with its result and arguments)."""
 
     def __init__(self, pid: int, connection: Connection):
         self.pid, self.connection, self.sent = pid, connection, 0
+        self.done: list[tuple[Callable, Any, tuple, dict]] = []
+        self.death: str | None = None  # how it ended, once reaped
 
     def call(self, function: Callable, args: tuple, kwargs: dict) -> Any:
         """``function(*args, **kwargs)`` in the process. Sending and receiving a message hold
         SIGINT and SIGTERM back (a message cut in half would garble the next one); while the
         process works, a signal interrupts the wait as usual, and the late answer is skipped by
-        its number when the next call reads the pipe."""
+        its number when the next call reads the pipe. A process found dead is taken over
+        (:func:`_take_over`)."""
+        if self.ended():
+            return _take_over(self, function, args, kwargs, sent_at=None)
         self.sent += 1
         here = (os.getcwd(), dict(os.environ))  # e.g. hydra.job.chdir, hydra.job.env_set
         message = pickle.dumps((*here, function, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        sent_at = time.time()
         try:
             with _signals_held():
                 self.connection.send((self.sent, message))
@@ -61,14 +80,70 @@ class _TrackingProcess:
                     number, ok, value = self.connection.recv()
                 if number == self.sent:
                     break
-        except (EOFError, OSError) as exc:
-            raise RuntimeError(
-                f"the tracking process (pid {self.pid}) ended before it finished "
-                f"{function.__name__}; the run may be left RUNNING"
-            ) from exc
-        if ok:
-            return value
-        raise _rebuilt(*value)
+        except (EOFError, OSError):  # the pipe closed: the process died
+            return _take_over(self, function, args, kwargs, sent_at=sent_at)
+        if not ok:
+            raise _rebuilt(*value)
+        if (take_over := getattr(function, "take_over", None)) is not None:
+            self.done.append((take_over, value, args, kwargs))
+        return value
+
+    def ended(self, wait_seconds: float = 0.0) -> bool:
+        """Whether the process has ended, within ``wait_seconds`` (reaped here, :attr:`death`
+        saying how)."""
+        deadline = time.monotonic() + wait_seconds
+        while self.death is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere
+                pid, status = self.pid, None
+            if pid:
+                self.death = _how(status)
+            elif time.monotonic() >= deadline:
+                return False
+            else:
+                time.sleep(0.01)
+        return True
+
+
+def _how(status: int | None) -> str:
+    """A wait status in words."""
+    if status is None:
+        return "(reaped elsewhere)"
+    if os.WIFSIGNALED(status):
+        return f"of {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"with exit status {os.waitstatus_to_exitcode(status)}"
+
+
+def _take_over(
+    process: _TrackingProcess, function: Callable, args: tuple, kwargs: dict, sent_at: float | None
+) -> Any:
+    """The tracking process died: from now on every step runs in this process. Make the state
+    the steps it did left there (MLflow's active run) this process's own, say so once, then
+    carry out ``function``: again by its ``redo(sent_at, ...)`` when the process may have
+    carried out part of it (``sent_at`` is when it was sent), else as it is."""
+    global _process
+    _process = None
+    if not process.ended(wait_seconds=5.0):  # its end of the pipe closed as it died; else it hangs
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(process.pid, 0)
+        process.death = "of SIGKILL (sent by the job: the pipe to it had broken)"
+    process.connection.close()
+    step = function.__name__
+    log.warning(
+        "the tracking process (pid %d) died %s %s %s; the job carries out that step and the run's "
+        "later MLflow steps in its own process, through a connection of its own, and ends the run there.",
+        process.pid,
+        process.death,
+        "while it carried out" if sent_at is not None else "before",
+        step,
+    )
+    for take_over, result, done_args, done_kwargs in process.done:
+        take_over(result, *done_args, **done_kwargs)
+    redo = getattr(function, "redo", None) if sent_at is not None else None
+    return redo(sent_at, *args, **kwargs) if redo is not None else function(*args, **kwargs)
 
 
 _process: _TrackingProcess | None = None
@@ -86,7 +161,10 @@ def _signals_held():
 
 def tracked(function: Callable, *args, **kwargs) -> Any:
     """``function(*args, **kwargs)``, in the tracking process when this process started one,
-    else here. ``function`` must be importable by name (a module-level function)."""
+    else here. ``function`` must be importable by name (a module-level function); when the
+    process dies, its attributes ``take_over(result, *args, **kwargs)`` (makes the state a step
+    done there left behind this process's own) and ``redo(sent_at, *args, **kwargs)`` (carries
+    out a step the process may have done in part) are used, where a step has them."""
     if _process is None:
         return function(*args, **kwargs)
     return _process.call(function, args, kwargs)
@@ -166,12 +244,26 @@ def _serve(connection: Connection) -> None:
                 connection.send(answer)
             except (pickle.PicklingError, TypeError, AttributeError) as exc:  # a result that cannot travel
                 connection.send((number, False, _portable(exc)))
-    except (EOFError, OSError, KeyboardInterrupt):
-        pass  # the job ended
+    except (EOFError, OSError):  # the job's process died without a word
+        _on_store("close_abandoned_run")
+    except KeyboardInterrupt:
+        pass
     finally:
+        _on_store("close_unclosed")
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
+
+
+def _on_store(name: str) -> None:
+    """Call :mod:`mlgraph.tracking.store`'s ``name()`` when a step has loaded it (else no run was
+    opened here); an error is this process's last word, not the job's."""
+    store = sys.modules.get("mlgraph.tracking.store")
+    if store is not None:
+        try:
+            getattr(store, name)()
+        except Exception as exc:
+            print(f"tracking process: {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
 def _warm() -> None:

@@ -5,13 +5,13 @@ The store is any MLflow tracking URI: by default SQLite at an absolute ``outputs
 (``tracking=server``). Concurrent first use of a fresh SQLite database corrupts it (two Alembic
 migrations at once), so creating or opening a store happens under an inter-process lock file
 beside the database (:func:`store_lock`), in every process, on every machine that shares it; a
-server is checked to answer before anything runs (:func:`check_reachable`).
+server is checked to answer before anything runs (:func:`~mlgraph.tracking.server.check_reachable`).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import errno
 import fcntl
 import functools
 import hashlib
@@ -22,19 +22,30 @@ import os
 import platform
 import re
 import shutil
-import ssl
 import subprocess
-import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hydra.errors import CompactHydraException
 from omegaconf import DictConfig, OmegaConf
 
 from mlgraph.config.keys import is_result_neutral
+from mlgraph.config.secrets import redact, redact_file, redact_mapping, redacted_copy
+from mlgraph.tracking.server import (
+    TrackingUnavailable,
+    _permission_paragraph,
+    _unseen_paragraph,
+    check_reachable,
+    current_user,
+    experiment_permission,
+)
+
+# StorageError and check_writable are also the store's names, for the engine's imports.
+from mlgraph.tracking.storage import _NO_ROOM, storage_problem
+from mlgraph.tracking.storage import StorageError as StorageError
+from mlgraph.tracking.storage import check_writable as check_writable
 
 # MLflow's per-request limits for log_batch.
 _MAX_METRICS, _MAX_PARAMS, _MAX_TAGS = 1000, 100, 100
@@ -52,15 +63,6 @@ PACKAGES = (
     "pandas",
     "matplotlib",
 )
-
-
-class TrackingUnavailable(CompactHydraException):
-    """The tracking store cannot be reached or opened; raised before any trial runs."""
-
-
-def redact(uri: str) -> str:
-    """``uri`` with any password replaced by ``***`` (messages and tags must not carry it)."""
-    return re.sub(r"(//[^:/@]+):[^@/]*@", r"\1:***@", uri)
 
 
 def _sqlite_path(uri: str) -> Path | None:
@@ -154,109 +156,6 @@ def _store_template() -> Path | None:
     return template
 
 
-class StorageError(CompactHydraException):
-    """A folder or store cannot be written (read-only, not a folder, full): one paragraph naming
-    the path; what was already logged stays."""
-
-
-# OSError numbers that mean "this place cannot be written", and what each means in words.
-_STORAGE_ERRNOS = {
-    errno.ENOSPC: "the disk is full",
-    errno.EDQUOT: "the disk quota is used up",
-    errno.EROFS: "the file system is read-only",
-    errno.EACCES: "permission denied",
-    errno.EPERM: "operation not permitted",
-    errno.ENOTDIR: "a part of the path is a file, not a folder",
-    errno.EEXIST: "a file of that name is in the way",
-    errno.EISDIR: "it is a folder",
-}
-_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)  # said of a write, often without the file name
-# SQLite's words for the same (through SQLAlchemy and MLflow, whose exceptions carry no errno).
-_SQLITE_STORAGE = re.compile(
-    r"database or disk is full|attempt to write a readonly database|unable to open database file|disk I/O error"
-)
-
-
-def storage_problem(exc: BaseException, uri: str | None = None) -> StorageError | None:
-    """The one-paragraph :class:`StorageError` for an error that says a folder, file or store
-    cannot be written (an OSError of :data:`_STORAGE_ERRNOS`, or SQLite's own message for a store
-    at ``uri``, anywhere in the exception's chain); None for any other error."""
-    if isinstance(exc, CompactHydraException):  # already one paragraph
-        return None
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        on_a_file = exc.filename is not None or exc.errno in _NO_ROOM if isinstance(exc, OSError) else False
-        if on_a_file and not isinstance(exc, ssl.SSLError) and exc.errno in _STORAGE_ERRNOS:
-            path = exc.filename or "(a file of the run)"
-            return StorageError(_storage_paragraph(str(path), _STORAGE_ERRNOS[exc.errno]))
-        match = _SQLITE_STORAGE.search(str(exc))
-        if match:
-            return StorageError(
-                _storage_paragraph(redact(uri or "the MLflow store"), f"SQLite: {match.group(0)}")
-            )
-        exc = exc.__cause__ or exc.__context__
-    return None
-
-
-def _storage_paragraph(path: str, why: str) -> str:
-    return (
-        f"cannot write {path}: {why}. Whatever was logged before stays in the store; make room (or "
-        "point MLGRAPH_OUTPUT_DIR, hydra.run.dir or tracking.uri elsewhere) and run the same command "
-        "with resume=true to continue from the trials already saved."
-    )
-
-
-def check_writable(folder: str | os.PathLike, what: str = "output folder") -> None:
-    """Create ``folder`` (and its parents) and write a probe file in it, or raise a one-paragraph
-    :class:`StorageError` naming it (read-only, not a folder, full)."""
-    folder = Path(folder)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".mlgraph-probe-") as probe:
-            probe.write(b"\0" * 4096)
-            probe.flush()
-            os.fsync(probe.fileno())
-    except OSError as exc:
-        why = _STORAGE_ERRNOS.get(exc.errno, exc.strerror or type(exc).__name__)
-        room = "make room, or " if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
-        raise StorageError(
-            f"cannot write to the {what} {folder}: {why} ({exc.filename or folder}); nothing was run. "
-            f"{room.capitalize()}{'p' if room else 'P'}oint MLGRAPH_OUTPUT_DIR (or hydra.run.dir, "
-            "hydra.sweep.dir) at a folder you can write."
-        ) from exc
-
-
-def check_reachable(uri: str, wait_seconds: float = 10.0) -> None:
-    """Fail fast, naming the URI, when an HTTP tracking server does not answer its health
-    check within ``wait_seconds`` (MLflow's own client would retry for minutes per request)."""
-    if not uri.startswith(("http://", "https://")):
-        return
-    deadline = time.monotonic() + wait_seconds
-    while True:
-        try:  # through MLflow's client: its TLS settings (MLFLOW_TRACKING_SERVER_CERT_PATH) apply
-            answer = _auth_request(uri, "/health")
-            if answer.status_code == 200:
-                return
-            reason = f"HTTP {answer.status_code}"
-        except Exception as exc:  # MLflow wraps the connection error in its own exception
-            if "CERTIFICATE_VERIFY_FAILED" in str(exc) or "certificate verify failed" in str(exc):
-                raise TrackingUnavailable(
-                    f"MLflow tracking server {redact(uri)} shows a TLS certificate this machine does not "
-                    "trust; nothing was run. Set MLFLOW_TRACKING_SERVER_CERT_PATH to the certificate (or "
-                    "the bundle of the authority that signed it)."
-                ) from exc
-            found = re.search(r"\[Errno[^\]]*\][^\"')]*", str(exc))
-            reason = found.group(0).strip() if found else str(exc).splitlines()[0]
-        if time.monotonic() >= deadline:
-            raise TrackingUnavailable(
-                f"MLflow tracking server {redact(uri)} does not answer ({reason}); nothing was run. "
-                "Start it (`make server-up` starts one on PostgreSQL) or point tracking.uri (or "
-                "MLFLOW_TRACKING_URI) at a running server."
-            )
-        time.sleep(1.0)
-
-
 def quiet_artifact_downloads() -> None:
     """No MLflow progress bar per artifact read (a resumed run reads its checkpoint, a report one
     table per run), unless ``MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR`` is set."""
@@ -270,7 +169,7 @@ def setup_experiment(uri: str, experiment: str, artifact_location: str | None = 
     Safe for any number of processes starting at once: SQLite stores are opened under
     :func:`store_lock`, and a race with another process creating the same experiment on a
     server is resolved by reading it back. A server that asks for a password gets the one
-    MLflow's client sends (:func:`current_user`) checked first.
+    MLflow's client sends (:func:`~mlgraph.tracking.server.current_user`) checked first.
     """
     import mlflow
 
@@ -286,7 +185,7 @@ def setup_experiment(uri: str, experiment: str, artifact_location: str | None = 
             experiment_id = _experiment_id(client, experiment, artifact_location)
     except Exception as exc:  # the driver's and SQLAlchemy's errors, in one paragraph
         if _denied(exc):
-            raise TrackingUnavailable(_permission_paragraph(uri, user, experiment, "no")) from exc
+            raise TrackingUnavailable(_unseen_paragraph(uri, user, experiment)) from exc
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         hint = (
             " A postgresql:// store needs the team extra (pip install 'mlgraph[server]') and a running database."
@@ -299,6 +198,8 @@ def setup_experiment(uri: str, experiment: str, artifact_location: str | None = 
         ) from exc
     if user is not None and not user["is_admin"]:
         permission = experiment_permission(uri, user["username"], experiment_id)
+        if permission == "NO_PERMISSIONS":
+            raise TrackingUnavailable(_unseen_paragraph(uri, user, experiment))
         if permission not in ("EDIT", "MANAGE"):
             raise TrackingUnavailable(_permission_paragraph(uri, user, experiment, permission))
     return experiment_id
@@ -332,102 +233,6 @@ def _experiment_id(client, experiment: str, artifact_location: str | None) -> st
 
 def _denied(exc: BaseException) -> bool:
     return getattr(exc, "error_code", "") == "PERMISSION_DENIED" or " 403 " in str(exc)
-
-
-# --------------------------------------------------------------------------------------------
-# A team server with members (MLflow's basic-auth app)
-# --------------------------------------------------------------------------------------------
-CREDENTIALS_FILE = "~/.mlflow/credentials"
-
-
-def _credentials_source() -> str:
-    """Where MLflow's client takes the user name from (it reads both, the environment first)."""
-    from mlflow.utils.credentials import _read_mlflow_creds_from_file
-
-    if os.environ.get("MLFLOW_TRACKING_USERNAME"):
-        return "MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD"
-    if _read_mlflow_creds_from_file()[0]:
-        return CREDENTIALS_FILE
-    return ""
-
-
-def _auth_request(uri: str, endpoint: str, **params):
-    """One GET to the server with the credentials MLflow's client would send (no retries)."""
-    from mlflow.utils.credentials import get_default_host_creds
-    from mlflow.utils.rest_utils import http_request
-
-    return http_request(
-        get_default_host_creds(uri),
-        endpoint,
-        "GET",
-        max_retries=0,
-        timeout=10,
-        raise_on_status=False,
-        params=params,
-    )
-
-
-def current_user(uri: str) -> dict | None:
-    """``{"username", "is_admin"}`` of the user the server's basic-auth app recognises from the
-    credentials MLflow's client sends (``MLFLOW_TRACKING_USERNAME``/``MLFLOW_TRACKING_PASSWORD``,
-    else ``~/.mlflow/credentials``); None for a store without users. Missing or refused
-    credentials are a one-paragraph :class:`TrackingUnavailable`."""
-    if not uri.startswith(("http://", "https://")):
-        return None
-    try:
-        answer = _auth_request(uri, "/api/2.0/mlflow/users/current")
-    except Exception as exc:  # the health check answered; a failure here is the server's
-        raise TrackingUnavailable(f"MLflow tracking server {redact(uri)}: {exc}; nothing was run.") from exc
-    if answer.status_code == 404:  # no basic-auth app: no users
-        return None
-    if answer.status_code == 401:
-        source = _credentials_source()
-        if not source:
-            raise TrackingUnavailable(
-                f"MLflow tracking server {redact(uri)} lets in its members only, and no user name and "
-                "password were given; nothing was run. Set MLFLOW_TRACKING_USERNAME and "
-                f"MLFLOW_TRACKING_PASSWORD, or write them into {CREDENTIALS_FILE} (mode 600): a "
-                "section [mlflow] with mlflow_tracking_username = ... and mlflow_tracking_password = ... "
-                "The server's admin creates members (scripts/server-user.sh)."
-            )
-        from mlflow.utils.credentials import read_mlflow_creds
-
-        raise TrackingUnavailable(
-            f"MLflow tracking server {redact(uri)} refused the password of user "
-            f"{read_mlflow_creds().username!r} (from {source}); nothing was run. Check the user name "
-            "and password, or ask the server's admin to reset them."
-        )
-    if answer.status_code != 200:
-        raise TrackingUnavailable(
-            f"MLflow tracking server {redact(uri)} answered HTTP {answer.status_code} when asked who "
-            "you are; nothing was run."
-        )
-    return answer.json()["user"]
-
-
-def experiment_permission(uri: str, username: str, experiment_id: str) -> str:
-    """The permission ``username`` holds on an experiment (READ, USE, EDIT, MANAGE, or
-    NO_PERMISSIONS), as the server resolves it from grants, groups (roles) and its default."""
-    answer = _auth_request(
-        uri,
-        "/api/3.0/mlflow/users/permissions/get",
-        username=username,
-        resource_type="experiment",
-        resource_id=experiment_id,
-    )
-    return (
-        answer.json().get("permission", "NO_PERMISSIONS") if answer.status_code == 200 else "NO_PERMISSIONS"
-    )
-
-
-def _permission_paragraph(uri: str, user: dict | None, experiment: str, permission: str) -> str:
-    who = f"user {user['username']!r}" if user else "this user"
-    return (
-        f"{who} has {permission} permission on experiment {experiment!r} of MLflow tracking server "
-        f"{redact(uri)}, and running into it needs EDIT; nothing was run. Ask the experiment's "
-        "manager (its creator) or the server's admin to grant you, or your group, EDIT on it, or use "
-        "an experiment of your own (tracking.experiment=...)."
-    )
 
 
 def setup_from_config(tracking: Mapping) -> str:
@@ -547,15 +352,16 @@ def log_batch(
     params: Mapping[str, str] | None = None,
     tags: Mapping[str, str] | None = None,
 ) -> None:
-    """Log ``(key, value, step)`` metrics, params and tags in as few requests as MLflow allows."""
+    """Log ``(key, value, step)`` metrics, params and tags in as few requests as MLflow allows;
+    params and tags redacted (:func:`~mlgraph.config.secrets.redact_mapping`)."""
     import mlflow
     from mlflow.entities import Metric, Param, RunTag
 
     client = mlflow.MlflowClient()
     stamp = int(time.time() * 1000)
     metric_objs = [Metric(key, float(value), stamp, int(step)) for key, value, step in metrics]
-    param_objs = [Param(key, value) for key, value in (params or {}).items()]
-    tag_objs = [RunTag(key, str(value)) for key, value in (tags or {}).items()]
+    param_objs = [Param(key, value) for key, value in redact_mapping(params or {}).items()]
+    tag_objs = [RunTag(key, value) for key, value in redact_mapping(tags or {}).items()]
     for chunk in _chunks(metric_objs, _MAX_METRICS):
         client.log_batch(run_id, metrics=chunk)
     for chunk in _chunks(param_objs, _MAX_PARAMS):
@@ -567,8 +373,13 @@ def log_batch(
 # --------------------------------------------------------------------------------------------
 # A job's run, step by step: each step runs where mlgraph.tracking.process.tracked sends it
 # (the tracking process, or the job's own), every step of one run in the same process, which
-# holds MLflow's active run.
+# holds MLflow's active run. Every step may run twice (again in the job's process when the
+# tracking process died during it); open_run says how to take its run over.
 # --------------------------------------------------------------------------------------------
+_run_id: str | None = None  # the run this process opened last, until it ends
+_UNCLOSED: dict[str, tuple[str, str]] = {}  # run id -> (store URI, status): ends the store refused
+
+
 def open_run(
     tracking: Mapping,
     experiment_id: str | None,
@@ -579,19 +390,112 @@ def open_run(
 ) -> str:
     """Open the store of the ``tracking`` config (unless ``experiment_id`` says it is open),
     start the run ``name`` with ``tags`` (or reopen the run ``resume_id``) as MLflow's active
-    run, and return its id."""
+    run, and return its id. Name and tags are redacted."""
+    global _run_id
     import mlflow
 
     if experiment_id is None:
         experiment_id = setup_from_config(tracking)
     else:
         mlflow.set_tracking_uri(tracking["uri"])
+    if resume_id is not None:
+        _say_left_running(resume_id)
     opened = (
         dict(run_id=resume_id)
         if resume_id is not None
-        else dict(experiment_id=experiment_id, run_name=name, parent_run_id=parent_run_id, tags=dict(tags))
+        else dict(
+            experiment_id=experiment_id,
+            run_name=redact(name),
+            parent_run_id=parent_run_id,
+            tags=redact_mapping(tags),
+        )
     )
-    return mlflow.start_run(**opened).info.run_id
+    _run_id = mlflow.start_run(**opened).info.run_id
+    return _run_id
+
+
+LEFT_RUNNING = (
+    "left RUNNING: its processes died before they could end it (SIGKILL, or a store they could not write)"
+)
+
+
+def close_left_running(experiment_id: str, config_hash: str, keep: str | None = None) -> list[str]:
+    """For ``resume=true``, which assumes that no other process runs the same job: end FAILED
+    every run with ``config_hash`` still RUNNING, but ``keep`` (the run the resume reopens), with
+    the tag ``interrupted`` saying it was left so; a later resume that reopens one of them says
+    so in ``resumed_after``. Returns their ids."""
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    left = client.search_runs(
+        [experiment_id], f"tags.config_hash = '{config_hash}' and attributes.status = 'RUNNING'"
+    )
+    closed = [run.info.run_id for run in left if run.info.run_id != keep]
+    for run_id in closed:
+        client.set_tag(run_id, "interrupted", LEFT_RUNNING)
+        client.set_terminated(run_id, "FAILED")
+    return closed
+
+
+def _say_left_running(run_id: str) -> None:
+    """A run that a resume reopens while it is still RUNNING was left so by processes that died
+    before they could end it (SIGKILL of the job with its tracking process, a store that could not
+    be written): its tag ``resumed_after`` says so."""
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    if client.get_run(run_id).info.status == "RUNNING":
+        client.set_tag(run_id, "resumed_after", LEFT_RUNNING)
+
+
+def _take_over_run(run_id: str, tracking: Mapping, *_) -> None:
+    """After the tracking process died (:mod:`mlgraph.tracking.process`): the run it had opened
+    becomes MLflow's active run in this process, through this process's own connection."""
+    global _run_id
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking["uri"])
+    quiet_artifact_downloads()
+    if mlflow.active_run() is None:
+        mlflow.start_run(run_id=run_id)
+    _run_id = run_id
+
+
+def _open_run_again(
+    sent_at: float,
+    tracking: Mapping,
+    experiment_id: str | None,
+    resume_id: str | None,
+    name: str,
+    parent_run_id: str | None,
+    tags: Mapping[str, str],
+) -> str:
+    """:func:`open_run` once more, here, after the tracking process died while it opened the run:
+    a run it had created by then (RUNNING, with this config hash, started since the request went
+    out at ``sent_at``, a few seconds' leeway for the store's clock) is taken over, not doubled."""
+    import mlflow
+
+    if resume_id is not None:  # reopened by the dead process or not: it is this run either way
+        _take_over_run(resume_id, tracking)
+        return resume_id
+    if experiment_id is None:
+        experiment_id = setup_from_config(tracking)
+    mlflow.set_tracking_uri(tracking["uri"])
+    found = mlflow.MlflowClient().search_runs(
+        [experiment_id],
+        f"tags.config_hash = '{tags.get('config_hash')}' and attributes.status = 'RUNNING' "
+        f"and attributes.start_time >= {int((sent_at - 5) * 1000)}",
+        order_by=["attributes.start_time DESC"],
+        max_results=1,
+    )
+    if found:
+        _take_over_run(found[0].info.run_id, tracking)
+        return found[0].info.run_id
+    return open_run(tracking, experiment_id, None, name, parent_run_id, tags)
+
+
+open_run.take_over = _take_over_run
+open_run.redo = _open_run_again
 
 
 def describe_run(
@@ -602,8 +506,10 @@ def describe_run(
     ``interrupted`` tag."""
     import mlflow
 
-    if reopened:
-        mlflow.MlflowClient().delete_tag(run_id, "interrupted")
+    client = mlflow.MlflowClient()
+    # a tracking process that died while it described the run may have deleted it already
+    if reopened and "interrupted" in client.get_run(run_id).data.tags:
+        client.delete_tag(run_id, "interrupted")
     log_batch(run_id, params=params, tags={**provenance_tags(), **tags})
     log_dataset(run_id, dataset_input(**dataset))
 
@@ -615,40 +521,124 @@ def dataset_input(name: str, digest: str, source: str, schema: str, profile: str
     from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
     dataset = Dataset(
-        name=name, digest=digest, source_type="local", source=source, schema=schema, profile=profile
+        name=name, digest=digest, source_type="local", source=redact(source), schema=schema, profile=profile
     )
     return DatasetInput(dataset, tags=[InputTag(MLFLOW_DATASET_CONTEXT, context)])
 
 
 def log_artifact(run_id: str, path: str) -> None:
-    """Copy one file to a run's artifacts (a checkpoint, again and again)."""
+    """Copy one file to a run's artifacts (a checkpoint, again and again, while the job appends
+    to it), through a redacted copy when it holds a credential."""
     import mlflow
 
-    mlflow.MlflowClient().log_artifact(run_id, path)
+    with redacted_copy(path) as copy, _naming_artifacts(run_id):
+        mlflow.MlflowClient().log_artifact(run_id, copy)
+
+
+@contextlib.contextmanager
+def _naming_artifacts(run_id: str):
+    """A full or read-only disk said without a file name (MLflow's copy into a run's artifacts)
+    names the run's artifact folder, for :func:`~mlgraph.tracking.storage.storage_problem`'s paragraph."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or exc.errno not in _NO_ROOM:
+            raise
+        import mlflow
+
+        folder = mlflow.MlflowClient().get_run(run_id).info.artifact_uri
+        raise OSError(exc.errno, exc.strerror, folder) from exc
 
 
 def log_artifacts(paths: Iterable[str], tags: Mapping[str, str]) -> None:
-    """Tag the active run and copy files to its artifacts."""
+    """Tag the active run and copy files to its artifacts, each text file (``config.yaml``, the
+    tables) redacted in place first, so that neither the run nor the job folder keeps a
+    credential."""
     import mlflow
 
     if tags:
         set_tags(tags)
     for path in paths:
-        mlflow.log_artifact(str(path))
+        redact_file(path)
+        with _naming_artifacts(mlflow.active_run().info.run_id):
+            mlflow.log_artifact(str(path))
 
 
 def set_tags(tags: Mapping[str, Any]) -> None:
-    """Tag the active run."""
+    """Tag the active run (redacted), or the run this process opened once an attempt to end it
+    has failed (MLflow's own ``set_tags`` would then start a new run)."""
     import mlflow
 
-    mlflow.set_tags(dict(tags))
+    active = mlflow.active_run()
+    if active is not None or _run_id is None:
+        mlflow.set_tags(redact_mapping(tags))
+    else:
+        log_batch(_run_id, tags=tags)
 
 
 def end_run(status: str) -> None:
-    """End the active run with ``status`` (FINISHED, FAILED or KILLED)."""
+    """End the active run with ``status`` (FINISHED, FAILED or KILLED), or the run this process
+    opened when an earlier attempt failed. When the store cannot be written (full, read-only),
+    the end gets a last try as this process ends (:func:`close_unclosed`); a later
+    ``resume=true`` reopens a run it still leaves RUNNING."""
+    global _run_id
     import mlflow
 
-    mlflow.end_run(status)
+    run_id = mlflow.active_run().info.run_id if mlflow.active_run() is not None else _run_id
+    if run_id is None:
+        return
+    try:
+        if mlflow.active_run() is not None:
+            mlflow.end_run(status)  # takes the run off MLflow's stack before it asks the store
+        else:
+            mlflow.MlflowClient().set_terminated(run_id, status)
+    except Exception as exc:
+        if storage_problem(exc) is not None:
+            if not _UNCLOSED:
+                atexit.register(close_unclosed)  # the tracking process calls it itself
+            _UNCLOSED[run_id] = (mlflow.get_tracking_uri(), status)
+        raise
+    _UNCLOSED.pop(run_id, None)
+    _run_id = None
+
+
+def close_unclosed() -> None:
+    """The last try, as the process that ran a run's steps ends, at each end the store refused
+    (:func:`end_run`): room made meanwhile, or a rolled-back journal, lets it through; else the
+    run stays RUNNING and ``resume=true`` continues it."""
+    import mlflow
+
+    while _UNCLOSED:
+        run_id, (uri, status) = _UNCLOSED.popitem()
+        with contextlib.suppress(Exception):
+            mlflow.MlflowClient(uri).set_terminated(run_id, status)
+
+
+# The run tag that names the job's local checkpoint (mlgraph.engine.checkpoint.Checkpoint.TAG).
+_CHECKPOINT_TAG = "checkpoint_file"
+
+
+def close_abandoned_run() -> None:
+    """In the tracking process, when the job's process died without a word (SIGKILL, the
+    out-of-memory killer, a crash): copy the job's local checkpoint (every trial it finished) to
+    the run it left open, and end that run KILLED with the tag ``interrupted`` saying so;
+    ``resume=true`` continues it."""
+    import mlflow
+
+    if mlflow.active_run() is None:
+        return
+    run_id = mlflow.active_run().info.run_id
+    client = mlflow.MlflowClient()
+    local = client.get_run(run_id).data.tags.get(_CHECKPOINT_TAG)
+    if local and Path(local).is_file():
+        with contextlib.suppress(Exception):  # the status matters more
+            log_artifact(run_id, local)
+    client.set_tag(
+        run_id,
+        "interrupted",
+        "the job's process died (SIGKILL, the kernel's out-of-memory killer, or a crash)",
+    )
+    end_run("KILLED")
 
 
 def log_sklearn_model(
