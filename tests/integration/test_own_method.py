@@ -1,6 +1,7 @@
 """A user's own estimator and dataset from a config folder outside the repository, through the
 real commands (``python -m run --config-dir``, ``mlgraph run``/``mlgraph report``), ranked beside
-built-in methods; and ``tuning=inner`` on real data, read back from MLflow."""
+built-in methods; ``tuning=inner`` on real data, read back from MLflow; a plain class without
+get_params; and an estimator whose fit raises, stopped before any run."""
 
 import gzip
 import os
@@ -46,6 +47,27 @@ class CentroidScorer(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         return (self.predict_proba(X) > 0.5).astype(int)
+
+
+class PlainCentroid:
+    """No scikit-learn base class, no get_params: fit returns nothing."""
+
+    def __init__(self, shrink=0.0):
+        self.shrink = shrink
+
+    def fit(self, X, Y):
+        self.model = CentroidScorer(self.shrink).fit(X, Y)
+
+    def decision_function(self, X):
+        return self.model.predict_proba(X)
+
+    def predict(self, X):
+        return self.model.predict(X)
+
+
+class BrokenFit(CentroidScorer):
+    def fit(self, X, Y):
+        raise RuntimeError("my fit is broken")
 '''
 
 
@@ -69,6 +91,10 @@ def user(tmp_path):
             """
         )
     )
+    (conf / "method" / "plain.yaml").write_text(
+        "_target_: mypkg.PlainCentroid\nname: plain\nshrink: 0.0\nsearch:\n  shrink: [0.0, 0.5]\n"
+    )
+    (conf / "method" / "broken.yaml").write_text("_target_: mypkg.BrokenFit\nname: broken\nshrink: 0.0\n")
     data = tmp_path / "data"
     data.mkdir()
     with gzip.open(BUILTIN / "emotions.arff.gz") as src, open(data / "songs.arff", "wb") as dst:
@@ -156,3 +182,34 @@ def test_tuning_inner_on_own_method_logs_choices(user):
     assert counts == 4
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"tuned_values.csv", "tuned_values.png"} <= artifacts
+
+
+def test_a_plain_class_without_get_params_runs_and_is_tuned(user):
+    """A class with fit/predict only (no BaseEstimator) runs through its adapter: every trial
+    succeeds, nested tuning sets its parameter, the run names the class."""
+    env, conf, tmp = user
+    args = ["-m", "run", "--config-dir", str(conf), "method=plain", "dataset=songs", "tuning=inner"]
+    proc = _call(args + ["protocol.repeats=1", "protocol.rates=[0.2,0.5]", "progress=false"], env, ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client, (run,) = _runs(tmp / "out", "mlgraph")
+    assert run.info.status == "FINISHED" and run.data.tags["trials_failed"] == "0 of 2"
+    assert run.data.tags["unlabelled_rows"].startswith("dropped: PlainCentroid is supervised-only")
+    table = pd.read_csv(client.download_artifacts(run.info.run_id, "trials.csv", str(tmp)))
+    assert set(table.scores_from) == {"decision_function"} and set(table.tuned_shrink) <= {0.0, 0.5}
+    assert 0.4 < run.data.metrics["avg_precision_overall"] <= 1
+
+
+def test_an_own_estimator_whose_fit_raises_stops_before_any_run(user):
+    env, conf, tmp = user
+    args = ["-m", "run", "--config-dir", str(conf), "method=broken", "dataset=songs"]
+    proc = _call(args + ["protocol.repeats=1", "protocol.rates=[0.2,0.5]", "progress=false"], env, ROOT)
+    assert proc.returncode != 0
+    assert (
+        "method broken (mypkg.BrokenFit) failed its test fit on dataset songs, before any MLflow run"
+        in proc.stderr
+    )
+    assert "fit raised RuntimeError: my fit is broken" in proc.stderr and "Traceback" not in proc.stderr
+    store = tmp / "out" / "mlflow.db"
+    if store.exists():  # the store may be opened; no run may be in it
+        client = mlflow.MlflowClient(f"sqlite:///{store}")
+        assert not [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]

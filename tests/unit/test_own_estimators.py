@@ -1,13 +1,14 @@
 """Estimators from outside mlgraph: scores from decision_function, predict_proba (both of
 scikit-learn's multi-label shapes) or none; supervised-only ones fitted on the labelled rows;
-a ``_target_`` that cannot be imported or is not an estimator is one clear paragraph."""
+a plain class (no get_params) through its adapter; a ``_target_`` that cannot be imported or is
+not an estimator is one clear paragraph."""
 
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.multioutput import MultiOutputClassifier
 from sklearn.neighbors import KNeighborsClassifier
@@ -16,7 +17,13 @@ from mlgraph.engine.runner import _run_one, label_scores, unavailable_scores_not
 from mlgraph.evaluation.metrics import average_precision
 from mlgraph.evaluation.protocols import Trial
 from mlgraph.methods import MLMR, MLkNN
-from mlgraph.methods.labelled_only import LabelledOnly, check_target, with_unlabelled_rule
+from mlgraph.methods.labelled_only import (
+    LabelledOnly,
+    PlainEstimator,
+    check_target,
+    cloneable,
+    with_unlabelled_rule,
+)
 
 
 def _data(n=90, q=3, seed=0):
@@ -145,3 +152,101 @@ def test_a_bad_target_is_named_with_what_is_allowed(target, expected):
 
 def test_a_good_target_is_its_class():
     assert check_target("sklearn.neighbors.KNeighborsClassifier") is KNeighborsClassifier
+
+
+class Plain:
+    """A user's class without scikit-learn: nearest centroid per label, scores by distance."""
+
+    def __init__(self, shrink=0.0, power=2):
+        self.shrink = shrink
+        self.power = power
+
+    def fit(self, X, Y):  # returns None, as plain code often does
+        X, Y = np.asarray(X, float), np.asarray(Y)
+        self.pos = (Y.T @ X) / np.maximum(Y.sum(0), 1)[:, None] * (1 - self.shrink)
+        self.neg = ((1 - Y).T @ X) / np.maximum((1 - Y).sum(0), 1)[:, None] * (1 - self.shrink)
+
+    def decision_function(self, X):
+        X = np.asarray(X, float)
+        distance = lambda C: (np.abs(X[:, None] - C[None]) ** self.power).sum(-1)  # noqa: E731
+        return distance(self.neg) - distance(self.pos)
+
+    def predict(self, X):
+        return (self.decision_function(X) > 0).astype(int)
+
+
+def test_a_plain_class_is_cloned_and_tuned_through_its_adapter():
+    adapter = cloneable(Plain(shrink=0.25))
+    assert isinstance(adapter, PlainEstimator)
+    assert adapter.get_params() == {"estimator_class": Plain, "shrink": 0.25, "power": 2}
+    copy = clone(adapter)
+    assert copy is not adapter and copy.get_params() == adapter.get_params()
+    copy.set_params(power=1)
+    assert copy.get_params()["power"] == 1 and adapter.power == 2
+    with pytest.raises(ValueError, match="Invalid parameter 'nosuch'"):
+        copy.set_params(nosuch=1)
+    wrapped = LabelledOnly(adapter)  # as tuning=inner sets it: estimator__<param>
+    assert clone(wrapped).set_params(estimator__shrink=0.5).estimator.shrink == 0.5
+
+
+def test_the_adapter_fits_and_predicts_as_the_class_itself():
+    X, Y = _data()
+    adapter = clone(cloneable(Plain(shrink=0.25, power=1))).fit(X, Y)
+    direct = Plain(shrink=0.25, power=1)
+    direct.fit(X, Y)
+    assert np.array_equal(adapter.decision_function(X), direct.decision_function(X))
+    assert np.array_equal(adapter.predict(X), direct.predict(X))
+    assert not hasattr(adapter, "predict_proba") and not adapter.transductive
+    scores, source = label_scores(adapter, X)
+    assert source == "decision_function" and np.array_equal(scores, direct.decision_function(X))
+
+
+def test_a_plain_class_through_the_unlabelled_rule_and_a_trial():
+    X, Y = _data()
+    estimator, tag = with_unlabelled_rule(Plain(), "auto")
+    assert isinstance(estimator, LabelledOnly) and isinstance(estimator.estimator, PlainEstimator)
+    assert tag.startswith("dropped: Plain is supervised-only")
+    trial = _trial()
+    row = _run_one(estimator, X, Y, trial, ["avg_precision", "micro_f1"], 1, {})
+    labelled = trial.train[trial.labelled]
+    direct = Plain()
+    direct.fit(X[labelled], Y[labelled])
+    assert row["status"] == "ok"
+    assert row["avg_precision"] == pytest.approx(
+        average_precision(Y[trial.test], direct.decision_function(X[trial.test]))
+    )
+
+    class Declares(Plain):
+        semi_supervised = True
+
+    estimator, tag = with_unlabelled_rule(Declares(), "auto")
+    assert isinstance(estimator, PlainEstimator) and tag == "passed: Declares takes rows of −1 in Y"
+
+
+class StoresElsewhere(Plain):
+    def __init__(self, shrink=0.0):
+        self._shrink = shrink
+
+
+class BuildsState(Plain):
+    def __init__(self, shrink=0.0):
+        self.shrink = shrink
+        self.rng = np.random.default_rng()  # a new generator each time: not made again the same
+
+
+class TakesKwargs(Plain):
+    def __init__(self, **options):
+        self.options = options
+
+
+def test_a_plain_class_the_adapter_cannot_copy_is_one_paragraph():
+    with pytest.raises(ValueError) as err:
+        cloneable(StoresElsewhere())
+    assert "has no attribute shrink for its constructor parameter of that name" in str(err.value)
+    with pytest.raises(ValueError) as err:
+        cloneable(BuildsState())
+    assert "gives an instance with other attributes" in str(err.value) and "shrink=0.0" in str(err.value)
+    with pytest.raises(ValueError) as err:
+        check_target(f"{__name__}.TakesKwargs")
+    assert "__init__ takes **options, so its parameters cannot be listed" in str(err.value)
+    assert check_target(f"{__name__}.Plain") is Plain

@@ -42,10 +42,16 @@ class JobDied(CompactHydraException, RuntimeError):
 
 
 def execute_job(idx, overrides, hydra_context, config, task_function, singleton_state) -> JobReturn:
-    """One Hydra job in this process (what hydra-joblib-launcher's workers run)."""
+    """One Hydra job in this process (what hydra-joblib-launcher's workers run); overrides
+    that do not compose make a failed job, not a dead worker."""
     setup_globals()
     Singleton.set_state(singleton_state)
-    sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
+    try:
+        sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
+    except Exception as exc:  # Hydra's composition errors, as its sweepers would raise them
+        ret = JobReturn(overrides=list(overrides), status=JobStatus.FAILED)
+        ret.return_value = exc
+        return ret
     with open_dict(sweep_config):
         sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
         sweep_config.hydra.job.num = idx
