@@ -86,7 +86,9 @@ def draw(path: Path) -> None:
                     (x, y - 0.32), width - 0.15, 0.62, boxstyle="round,pad=0.02", fc="#eef3fb", ec="#4a6fa5"
                 )
             )
-            ax.text(x + 0.1, y + 0.08, package.removeprefix("mlgraph."), fontsize=10, weight="bold", va="center")
+            ax.text(
+                x + 0.1, y + 0.08, package.removeprefix("mlgraph."), fontsize=10, weight="bold", va="center"
+            )
             ax.text(
                 x + 0.1,
                 y - 0.16,
