@@ -1,5 +1,9 @@
 """ML², multi-label manifold learning (paper 002, Hou, Geng & Zhang, Eq. 1–12).
 
+The three steps and their solvers stay one module, longer than the project's usual 700 lines,
+because they share one notation (W, M, μ, λ of Eqs. 2–12) and each step's solver is written
+against the previous step's output; split, a reader would follow one equation across files.
+
 ML² replaces the logical labels y_il ∈ {−1, +1} by numerical labels μ_il whose sign is the
 logical label, reconstructed from the feature manifold, and then learns a regressor from
 features to numerical labels. Three steps, each a public function:
