@@ -13,6 +13,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from mlgraph.evaluation import stats
+from mlgraph.reporting import paper_layouts as L
 from mlgraph.reporting import report as R
 from mlgraph.reporting.html import render
 from mlgraph.reporting.runs import long_scores
@@ -172,14 +173,14 @@ def test_layout_markdown_becomes_collapsible_html_blocks(tmp_path):
 def test_friedman_and_rank_sum_tables_explain_what_is_undefined():
     same_order = pd.DataFrame({"A": [0.9, 0.8, 0.7], "B": [0.8, 0.7, 0.6], "C": [0.7, 0.6, 0.5]})
     one_block = same_order.iloc[:1]
-    table = R.explained_friedman(stats.friedman_table({"avg_precision": same_order, "micro_f1": one_block}))
+    table = L.explained_friedman(stats.friedman_table({"avg_precision": same_order, "micro_f1": one_block}))
     assert table.loc["avg_precision", "F_F"] == "diverges: every block ranks the methods in the same order"
     assert table.loc["avg_precision", "reject_H0_iman_davenport"] == table.loc["avg_precision", "F_F"]
     assert math.isfinite(table.loc["avg_precision", "F_critical"])
     assert table.loc["micro_f1", "F_F"] == table.loc["micro_f1", "F_p_value"] == "undefined: 1 block"
     shown = table.astype(str).to_numpy().ravel()
     assert not {"nan", "None"} & set(shown)
-    posthoc = R.posthoc_verdicts({"avg_precision": same_order, "hamming_loss": same_order}, "A", 0.05)
+    posthoc = L.posthoc_verdicts({"avg_precision": same_order, "hamming_loss": same_order}, "A", 0.05)
     assert list(posthoc.index) == ["B", "C", "CD (N=3)", "CD (paper, N=1)"]
     cd = stats.critical_difference(3, 3)
     assert (

@@ -1,5 +1,5 @@
 """Tests for paper 002's table report: the transcription of its Tables 2/3 (package data) and
-:func:`mlgraph.reporting.report.table_report` on hand-built runs (the columns ``latest_runs`` returns)."""
+:func:`mlgraph.reporting.paper_layouts.table_report` on hand-built runs (the columns ``latest_runs`` returns)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mlgraph.reporting import report as R
+from mlgraph.reporting import paper_layouts as L
 
 METHODS = ["ml2", "br", "clr", "ecc", "rakel"]
 
@@ -24,7 +24,7 @@ def _paper_text() -> str | None:
 
 
 def _paper(dataset: str, method: str, metric: str) -> tuple[float, float]:
-    table = R.paper002_tables()
+    table = L.paper002_tables()
     row = table[(table.dataset == dataset) & (table.method == method) & (table.metric == metric)]
     assert len(row) == 1, (dataset, method, metric)
     return float(row["mean"].iloc[0]), float(row["std"].iloc[0])
@@ -93,15 +93,15 @@ def test_transcription_spot_checks(dataset, method, metric, expected):
 
 
 def test_transcription_is_complete():
-    table = R.paper002_tables()
+    table = L.paper002_tables()
     assert list(table.columns) == ["dataset", "method", "metric", "mean", "std"]
     assert len(table) == 5 * 6 * 14
     assert not table.duplicated(["dataset", "method", "metric"]).any()
-    assert set(table.dataset) == set(R.PAPER002_DATASETS) and len(R.PAPER002_DATASETS) == 14
-    assert set(table.method) == set(R.PAPER002) == set(METHODS)
-    assert set(table.metric) == set(R.TABLE_METRICS)
+    assert set(table.dataset) == set(L.PAPER002_DATASETS) and len(L.PAPER002_DATASETS) == 14
+    assert set(table.method) == set(L.PAPER002) == set(METHODS)
+    assert set(table.metric) == set(L.TABLE_METRICS)
     assert table["mean"].between(0, 1).all() and table["std"].between(0, 0.1).all()
-    assert set(R.COMPARABLE) == set(R.PAPER002_DATASETS)
+    assert set(L.COMPARABLE) == set(L.PAPER002_DATASETS)
 
 
 def test_transcription_matches_the_paper_text_line_by_line():
@@ -110,10 +110,10 @@ def test_transcription_matches_the_paper_text_line_by_line():
     if text is None:
         pytest.skip("shared/papers/002_*.txt not reachable")
     text = re.sub(r"\s*\\pm\s*", "±", text)
-    table = R.paper002_tables().set_index(["metric", "method", "dataset"])
+    table = L.paper002_tables().set_index(["metric", "method", "dataset"])
     names = {"ml2": "ML ²", "br": "BR", "clr": "CLR", "ecc": "ECC", "rakel": "RAKEL"}
-    for metric in R.TABLE_METRICS:
-        for datasets in (R.PAPER002_DATASETS[:7], R.PAPER002_DATASETS[7:]):
+    for metric in L.TABLE_METRICS:
+        for datasets in (L.PAPER002_DATASETS[:7], L.PAPER002_DATASETS[7:]):
             for method, name in names.items():
                 cells = [table.loc[(metric, method, d)] for d in datasets]
                 line = name + "\t" + "\t".join(f"{c['mean']:.3f}±{c['std']:.3f}" for c in cells)
@@ -121,7 +121,7 @@ def test_transcription_matches_the_paper_text_line_by_line():
 
 
 def test_only_rcv1_and_tmc2007_are_unclear_and_missing_datasets_are_not_comparable():
-    verdicts = {d: v for d, (v, _) in R.COMPARABLE.items()}
+    verdicts = {d: v for d, (v, _) in L.COMPARABLE.items()}
     assert {d for d, v in verdicts.items() if v == "unclear"} == {"rcv1subset1-500", "tmc2007-500"}
     assert {d for d, v in verdicts.items() if v == "no"} == {"image", "rcv1-s2", "corel16k-s1", "corel16k-s2"}
 
@@ -131,10 +131,10 @@ def test_only_rcv1_and_tmc2007_are_unclear_and_missing_datasets_are_not_comparab
 # --------------------------------------------------------------------------
 def test_fully_supervised_detection():
     halves = make_runs([("yeast", "ml2", {}), ("scene", "br", {})])
-    assert R.fully_supervised(halves)
+    assert L.fully_supervised(halves)
     ssl = make_runs([("yeast", "mlmrrw", {})], **{"params.protocol.rates": "[0.05, 0.1]"})
-    assert not R.fully_supervised(ssl)
-    assert not R.fully_supervised(pd.concat([halves, ssl], ignore_index=True))
+    assert not L.fully_supervised(ssl)
+    assert not L.fully_supervised(pd.concat([halves, ssl], ignore_index=True))
     cv = make_runs(
         [("yeast", "br", {})],
         **{
@@ -142,19 +142,19 @@ def test_fully_supervised_detection():
             "params.protocol._target_": "mlgraph.evaluation.protocols.cross_validation_trials",
         },
     )
-    assert R.fully_supervised(cv)
-    assert not R.fully_supervised(halves.drop(columns="params.protocol.rates"))
+    assert L.fully_supervised(cv)
+    assert not L.fully_supervised(halves.drop(columns="params.protocol.rates"))
 
 
 # --------------------------------------------------------------------------
 # table_report
 # --------------------------------------------------------------------------
 def test_bold_goes_to_the_best_with_the_metric_direction(runs):
-    paper = R.paper002_tables()
-    ap = R.metric_table(runs, paper, "avg_precision").set_index(["method", "dataset"])
+    paper = L.paper002_tables()
+    ap = L.metric_table(runs, paper, "avg_precision").set_index(["method", "dataset"])
     assert ap["best"].groupby("dataset").sum().to_dict() == {"emotions": 1, "tmc2007-500": 1, "yeast": 1}
     assert ap.loc[("ml2", "yeast"), "best"] and ap.loc[("ml2", "emotions"), "best"]  # larger is better
-    hl = R.metric_table(runs, paper, "hamming_loss").set_index(["method", "dataset"])
+    hl = L.metric_table(runs, paper, "hamming_loss").set_index(["method", "dataset"])
     # smaller is better; 0.190 and 0.1903 print the same, so both are bold (as ties are in the paper)
     assert set(hl.index[hl["best"]]) == {
         ("br", "yeast"),
@@ -165,7 +165,7 @@ def test_bold_goes_to_the_best_with_the_metric_direction(runs):
 
 
 def test_table_report_writes_the_layout_with_paper_values_beside(runs, tmp_path):
-    section = "\n".join(R.table_report(runs, tmp_path))
+    section = "\n".join(L.table_report(runs, tmp_path))
     ap = pd.read_csv(tmp_path / "table_avg_precision.csv").set_index(["method", "dataset"])
     assert ap.loc[("ml2", "yeast"), "paper_mean"] == 0.765
     assert ap.loc[("ml2", "yeast"), "gap"] == pytest.approx(0.7531 - 0.765)
@@ -184,8 +184,8 @@ def test_table_report_writes_the_layout_with_paper_values_beside(runs, tmp_path)
 
 
 def test_layout_orders_rows_and_columns_like_the_paper(runs, tmp_path):
-    table = R.metric_table(runs, R.paper002_tables(), "avg_precision")
-    wide = R.table_layout(table, table.apply(R._cell, axis=1))
+    table = L.metric_table(runs, L.paper002_tables(), "avg_precision")
+    wide = L.table_layout(table, table.apply(L._cell, axis=1))
     assert list(wide.index) == ["ML²", "BR", "RAkEL", "MLkNN"]
     assert list(wide.columns) == ["yeast", "tmc2007-500", "emotions"]
     assert wide.loc["ML²", "tmc2007-500"] == "—"  # no run: nothing to show
@@ -196,21 +196,21 @@ def test_layout_orders_rows_and_columns_like_the_paper(runs, tmp_path):
 
 
 def _write_gap(runs: pd.DataFrame, out: Path) -> Path:
-    R.table_report(runs, out)
+    L.table_report(runs, out)
     return out / "gap_avg_precision.csv"
 
 
 def test_a_single_repetition_shows_no_std(runs):
     runs.loc[runs["tags.dataset"] == "yeast", "params.protocol.repeats"] = "1"
-    table = R.metric_table(runs, R.paper002_tables(), "avg_precision")
+    table = L.metric_table(runs, L.paper002_tables(), "avg_precision")
     assert table.loc[table.dataset == "yeast", "std"].isna().all()
     assert table.loc[table.dataset == "emotions", "std"].notna().all()
-    cell = R._cell(table[(table.dataset == "yeast") & (table.method == "ml2")].iloc[0])
+    cell = L._cell(table[(table.dataset == "yeast") & (table.method == "ml2")].iloc[0])
     assert cell.startswith("**0.753** (paper 0.765)") and "±" not in cell
 
 
 def test_protocol_note_names_the_datasets_of_each_repeat_count(runs):
-    assert R._protocol_note(runs).startswith("Protocol of these runs: test_size 0.5; repeats 10.")
+    assert L._protocol_note(runs).startswith("Protocol of these runs: test_size 0.5; repeats 10.")
     runs.loc[runs["tags.dataset"] == "yeast", "params.protocol.repeats"] = "2"
-    note = R._protocol_note(runs)
+    note = L._protocol_note(runs)
     assert "repeats 10 (emotions" in note and "2 (yeast)" in note

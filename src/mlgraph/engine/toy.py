@@ -90,7 +90,7 @@ def toy_experiment(
 def plot_toy(result: ToyResult, path=None) -> Figure:
     """Fig. 3: (a) the toy points in feature space, (b) the true and (c) the reconstructed
     numerical labels, coloured by the logical label vector. Saved to ``path`` when given (PNG,
-    SVG and PDF, see :func:`mlgraph.reporting.report.save_figure`)."""
+    SVG and PDF, see :func:`mlgraph.evaluation.figures.save_figure`)."""
     fig = Figure(figsize=(13.5, 4.2))
     FigureCanvasAgg(fig)
     colour = result.Y @ np.array([1, 2])  # four sign patterns → four colours

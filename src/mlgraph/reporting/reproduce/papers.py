@@ -338,7 +338,7 @@ def section_000(runs: pd.DataFrame, plan: Plan, figdir: Path) -> Section:
 def section_001(runs: pd.DataFrame, plan: Plan, figdir: Path) -> Section:
     from mlgraph.evaluation import stats
     from mlgraph.evaluation.figures import PAPER001, TITLES, cd_figure, plot_rounds
-    from mlgraph.reporting.report import DUAL_METRICS
+    from mlgraph.reporting.paper_layouts import DUAL_METRICS
 
     scores, folds = scores_001(runs)
     theirs = paper_scores_001()
@@ -424,7 +424,7 @@ def section_001(runs: pd.DataFrame, plan: Plan, figdir: Path) -> Section:
 def section_002(runs: pd.DataFrame, plan: Plan, figdir: Path) -> Section:
     from mlgraph.evaluation import stats
     from mlgraph.evaluation.figures import PAPER002, TITLES, cd_figure
-    from mlgraph.reporting.report import COMPARABLE, PAPER002_DATASETS, PAPER002_NAMES, TABLE_METRICS
+    from mlgraph.reporting.paper_layouts import COMPARABLE, PAPER002_DATASETS, PAPER002_NAMES, TABLE_METRICS
 
     ours = scores_tabular(runs, TABLE_METRICS)
     theirs = paper_scores_002()

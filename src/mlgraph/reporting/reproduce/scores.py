@@ -95,7 +95,7 @@ def scores_001(runs: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     """Paper 001: group ``table2`` (each method; DSML with B = 1.05 and model reuse),
     ``table3`` (DSML by B, methods ``B=1.00`` …) and ``B=<b>`` (DSML with/without reuse after
     each round, x = t); plus the per-fold tables of the Table 2 methods."""
-    from mlgraph.reporting.report import DUAL_METRICS
+    from mlgraph.reporting.paper_layouts import DUAL_METRICS
 
     rows, folds = [], {}
     dsml = _dsml_runs(runs)
