@@ -11,6 +11,11 @@ import importlib
 
 def __getattr__(name: str):
     # lazily, so that importing mlgraph.tracking.process (forked first thing) stays cheap
-    if name.startswith("_") or name in ("store", "process", "storage", "server"):  # submodules: the import system's
+    if name.startswith("_") or name in (
+        "store",
+        "process",
+        "storage",
+        "server",
+    ):  # submodules: the import system's
         raise AttributeError(name)
     return getattr(importlib.import_module(f"{__name__}.store"), name)
