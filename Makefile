@@ -25,7 +25,7 @@ install: $(STAMP)  ## create .venv and install mlgraph with its test tools
 test: $(STAMP)  ## the whole suite: unit, integration, wheel, UI (headless Chromium) and cluster tests (starts SLURM and PostgreSQL; root)
 	MLGRAPH_CLUSTER_TESTS=1 $(BIN)/python -m pytest
 
-test-fast: $(STAMP)  ## the contributor's loop (~2 min): maths, readers, configs, and one real command on a shipped dataset
+test-fast: $(STAMP)  ## the contributor's loop (~3–4 min): maths, readers, configs, and one real command on a shipped dataset
 	$(BIN)/python -m pytest -m "(not integration and not ui and not cluster) or quick"
 
 test-wheel: $(STAMP)  ## build the wheel, install it in a fresh venv, run `mlgraph` outside the checkout
