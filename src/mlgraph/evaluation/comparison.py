@@ -81,7 +81,7 @@ REFERENCE = "reference"  # the p-value cell of the reference's own row
 # --------------------------------------------------------------------------
 def higher_is_better(metric: str, directions: Mapping[str, bool] | None = None) -> bool:
     """The direction of ``metric``: ``directions[metric]`` if given, else mlgraph's own
-    (:data:`mlgraph.evaluation.metrics.METRICS`, the dual-set accuracies); ValueError naming a
+    (``METRICS`` of :mod:`mlgraph.evaluation.metrics`, the dual-set accuracies); ValueError naming a
     metric with no known direction."""
     if directions is not None and metric in directions:
         return bool(directions[metric])
