@@ -140,7 +140,7 @@ def test_runs_view_lists_the_sweep_jobs_by_distinct_names(page, server, store):
     _, experiment_id, runs = store
     open_runs(page, server, experiment_id)
     names = sorted(r.info.run_name for r in runs)
-    assert names == ["nu2=0 mlmrrw-emotions", "nu2=1 mlmrrw-emotions"]  # the swept value first
+    assert names == ["mlmrrw-emotions nu2=0", "mlmrrw-emotions nu2=1"]  # method and data set, then the value
     for name in names:
         cell = page.get_by_text(name, exact=True)
         cell.wait_for()
