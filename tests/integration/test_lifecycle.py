@@ -47,8 +47,9 @@ def all_runs(out: Path, experiment="mlgraph"):
     return client, client.search_runs([exp.experiment_id], run_view_type=ViewType.ALL, max_results=1000)
 
 
-def job_runs(out: Path, status: str = "FINISHED") -> int:
-    """How many of a sweep's job runs the store shows with ``status``; 0 before the store exists.
+def job_runs(out: Path, status: str = "FINISHED", described: bool = False) -> int:
+    """How many of a sweep's job runs the store shows with ``status`` (and, if ``described``,
+    with their params logged, which follows the run's opening); 0 before the store exists.
     (A job's trials.csv is written before its run ends, and its checkpoint before its run opens,
     so files prove neither.)"""
     if not (out / "mlflow.db").exists():
@@ -57,7 +58,10 @@ def job_runs(out: Path, status: str = "FINISHED") -> int:
         _, runs = all_runs(out)
     except Exception:  # the sweep is still creating the store or the experiment
         return 0
-    return sum(r.info.status == status and r.data.tags.get("kind") != "sweep" for r in runs)
+    return sum(
+        r.info.status == status and r.data.tags.get("kind") != "sweep" and (r.data.params or not described)
+        for r in runs
+    )
 
 
 def descendants(pid: int) -> set[int]:
@@ -360,8 +364,11 @@ def test_a_dead_worker_costs_one_job_and_resume_finishes_it(tmp_path):
         "method.nu2=0,0.1,0.5,1",
     ]
     proc = start(sweep, tmp_path, multirun=True)
-    # Both jobs' MLflow runs open (a job's checkpoint exists before its run does).
-    wait_for(lambda: job_runs(tmp_path, "RUNNING") >= 2 or proc.poll() is not None, what="two job runs open")
+    # Both jobs' MLflow runs open with their params (a job's checkpoint exists before its run does).
+    wait_for(
+        lambda: job_runs(tmp_path, "RUNNING", described=True) >= 2 or proc.poll() is not None,
+        what="two job runs open",
+    )
     workers = launcher_workers(proc.pid)
     assert len(workers) == 2, workers
     os.kill(workers[0], signal.SIGKILL)
