@@ -1,5 +1,8 @@
 """SSWL, semi-supervised weak-label learning (Dong, Li & Zhou, AAAI 2018; ref. 18 of paper 000).
 
+The encoding, objective and block updates below stay one module because every update is derived
+from the one objective, so their equations belong together.
+
 Weak-label encoding
 -------------------
 SSWL sees a training label matrix in which an entry is either a *known positive* or
@@ -51,16 +54,27 @@ Each W / W* system is solved in whitened coordinates: with the thin SVD Ã = Q �
 (numerical rank r, as in ``lstsq``) and W = T V, T = V_r Σ_r⁻¹, H_M becomes the same matrix
 with Q in place of Ã (condition number ≤ 1e4 on scene and yeast instead of up to 1e10), and a
 rank-deficient Ã gives the minimum-norm solution. The whitened system is solved by
-preconditioned conjugate gradients, warm-started from the previous sweep's solution, until the
-relative residual ‖b − Hv‖ ≤ 1e-12 ‖b‖ (re-checked with a freshly computed residual), so each
-update is the exact block minimiser up to rounding (the W of a dense float64 Cholesky solve
-agrees to ~1e-10 relative; the Hessian products are never formed, Qᵀ(D∘F + α M∘Nᵀ(N(M∘F))) with
-F = QV). The preconditioner is H_M⁻¹ in float32, so CG needs 2–3 iterations:
+preconditioned conjugate gradients (the Hessian products are never formed,
+Qᵀ(D∘F + α M∘Nᵀ(N(M∘F))) with F = QV), the residual re-checked freshly computed at the end, to
+the accuracy ``solver`` sets:
+
+- ``"authors"`` (default), as SSWL.m's ``pcg(G, b, 1e-6, 5000)``, which is given no initial
+  guess: from W = 0 until the relative residual of the normal equations in Ã's coordinates
+  (the whitened residual scaled by Σ) is ‖b − H vec(W)‖ ≤ 1e-6 ‖b‖, two CG iterations with a
+  fresh preconditioner. The preconditioner only makes CG reach that tolerance sooner, but it
+  changes which point within the tolerance CG stops at, as SSWL.m's min–max scaled features
+  would: no setting reproduces SSWL.m's iterates to more than the tolerance.
+- ``"tight"``: from the previous sweep's solution until the whitened relative residual is
+  ≤ 1e-12, so each update is the exact block minimiser up to rounding (the W of a dense
+  float64 Cholesky solve agrees to ~1e-10 relative).
+
+The preconditioner is H_M⁻¹ in float32, so CG needs 2–3 iterations:
 
 - a Cholesky factorisation (LAPACK ``spotrf``) of H_M itself. A system keeps its factor for the
-  next sweep while L has moved by at most 2 % in Frobenius norm and CG converges with it in 20
-  iterations (on scene about half the factorisations are saved; on yeast L moves more and none
-  are);
+  next sweep while L has moved by at most 2 % in Frobenius norm (10 % with ``"authors"``: to
+  1e-6 a stale factor costs fewer extra iterations) and CG converges with it in 20 iterations
+  (of the factorisations, ``"tight"`` saves 10–65 % on scene and 0–10 % on yeast,
+  ``"authors"`` 59–85 % and 10–50 %: 3 trials each at 5, 10, 20 and 50 % labelled);
 - for the W system with few known positives, Woodbury's identity: H_P is βI plus a term of rank
   nnz(P), one per known positive, and while nnz(P) ≤ 0.6 m r an LU of an nnz(P) × nnz(P)
   matrix inverts it for less (``_SSWLProblem._woodbury_factor``). At paper 000's labelling
@@ -79,8 +93,10 @@ costs two (mr)² combinations, two float32 factorisations and a few O(n r m) Hes
 (memory O((mp)²), time O((mp)³) a sweep; this is why SSWL is practical for emotions, scene and
 yeast but not for mediamill, m = 101, as paper 000 reports).
 
-The objective after every sweep is recorded in ``objective_`` (entry 0 at the initial point) and cannot increase; the loop stops when the relative decrease
-is below ``tol`` or after ``max_iter`` sweeps. Scores for new points are X̃_test W, and label j
+The objective after every sweep is recorded in ``objective_`` (entry 0 at the initial point).
+With ``"tight"`` it cannot increase; with ``"authors"`` a step may miss its block minimiser by
+rᵀH⁻¹r for its residual r (no sweep increased it in 36 trials of paper 000's protocol). The
+loop stops when the relative decrease is below ``tol`` or after ``max_iter`` sweeps. Scores for new points are X̃_test W, and label j
 is predicted where its score is > 0 (the sign rule of SSWL.m).
 
 Assumptions
@@ -105,19 +121,31 @@ Assumptions
   coefficients are 0) so that the block systems stay well posed.
 - Initialisation as in SSWL.m: W = I_{p×m} (ones on the leading diagonal), W* = 0, L = I_m.
   Since W is updated first, its initial value only affects ``objective_[0]``.
-- Block solves: SSWL.m runs ``pcg`` (tolerance 1e-6, unpreconditioned) on the same normal
-  equations; we solve them to a relative residual of 1e-12 with a float32 preconditioner
-  (Cholesky, or Woodbury's identity for the W system with few known positives; dense
-  float64 Cholesky / least-squares fallback), so each step is the exact block minimiser up to
-  rounding and the objective is monotone up to rounding.
-- The L step solves its normal equations (TᵀT) L = TᵀO exactly (Cholesky), where SSWL.m runs
-  ``pcg`` from L = 0 to a relative residual of 1e-6. When labels have few known positives, TᵀT
-  is nearly singular in the first sweeps (condition number up to 1e19 on yeast at 5–10 %
-  labelled) and the exact solve returns an L shaped by rounding, which the later sweeps carry
-  along: on yeast at 5 and 10 % labelled, fitting the same rows in another order moved a
-  trial's average precision by up to 1.2e-3 (the mean of 8 trials by 1.5e-4); on scene and
-  emotions the scores agree to 1e-12. SSWL.m's loose CG from 0 does not resolve those
-  directions; following it would change every SSWL result and is not done.
+- Block solves (``solver``): SSWL.m runs unpreconditioned ``pcg`` from 0 (no initial guess) to
+  a relative residual of 1e-6, at most 5000 iterations, on the W, W* and L normal equations.
+  The default ``"authors"`` follows it: W and W* from 0 to 1e-6 in Ã's coordinates with our
+  float32 preconditioner (Cholesky, or Woodbury's identity for the W system with few known
+  positives; dense float64 Cholesky / least-squares fallback), and L by unpreconditioned CG
+  from 0 to 1e-6 on (TᵀT) L = TᵀO, its m² unknowns as one vector as ``pcg`` on kron(I, TᵀT),
+  the least-residual iterate if 5000 iterations do not converge, as ``pcg`` returns.
+  ``"tight"`` solves W and W* to 1e-12 from the previous sweep's solution and L exactly
+  (Cholesky), each step the exact block minimiser up to rounding and the objective monotone
+  up to rounding. ``label_similarity="symmetric"`` (ours) solves its L exactly under both.
+  ``"authors"`` makes a scene or yeast fit about 1.2–1.3× faster.
+- What ``"authors"`` moves against ``"tight"`` (paper 000's protocol, seed 0, 10 repetitions,
+  the tuned hyper-parameters): on scene nothing (the same metrics in all 100 trials), on
+  emotions one trial in 100 (at 50 % labelled, average precision −1.3e-3, that rate's mean
+  −1.3e-4), on yeast 48 trials in 100: per rate the mean average precision by at most 1.5e-4,
+  micro-F1 by 8.8e-4 and macro-F1 by 1.7e-3 (10 % labelled), one trial's by up to 2.2e-3,
+  5.0e-3 and 9.0e-3. In one trial each, W differs by 2e-2 of its largest entry on yeast at 5 %
+  labelled, 1e-4 at 50 %, by 1e-4 on emotions and 1e-6 on scene. Most of it is the L step: when labels have few known positives,
+  TᵀT is nearly singular in the first sweeps (condition number up to 1e19 on yeast at 5–10 %
+  labelled), where the exact solve returns an L shaped by rounding in the directions that CG
+  from 0 does not resolve and leaves at 0. Neither setting is free of rounding there: on
+  yeast at 5 and 10 % labelled, fitting the same rows in another order moved a trial's
+  average precision by up to 1.7e-3 under either (8 trials). On scene and emotions (8 trials)
+  it did not move; the scores moved by up to 1e-10 with ``"tight"``, 8e-4 with ``"authors"``
+  (leaving aside a scene trial whose kNN graph has tied distances, so changes with the order).
 - Stopping: SSWL.m stops when the absolute change of the objective is < 0.01 or after 20
   sweeps; we use a relative change < ``tol`` (default 1e-5, about 0.01 on an objective of
   order 10³ as on yeast) or ``max_iter`` = 20 sweeps.
@@ -206,9 +234,45 @@ def _solve_spd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
         return scipy.linalg.lstsq(H, b, check_finite=False)[0]
 
 
-CG_TOL = 1e-12  # relative residual ‖b − Hx‖ ≤ CG_TOL ‖b‖ of the W and W* solves
+def _cg_from_zero(H: np.ndarray, B: np.ndarray, tol: float, maxiter: int) -> np.ndarray:
+    """X with ‖B − HX‖_F ≤ tol ‖B‖_F by CG from X = 0 on all columns at once, as Matlab's
+    ``pcg(kron(I, H), B(:), tol, maxiter)`` (H symmetric PSD); without convergence (``maxiter``
+    iterations, or a direction of zero curvature) the iterate of least residual, as ``pcg``."""
+    X, R = np.zeros_like(B), B.copy()
+    bound = tol * np.linalg.norm(B)
+    rr = np.vdot(R, R)
+    best, X_best = np.sqrt(rr), X
+    D = R.copy()
+    for _ in range(maxiter):
+        if best <= bound:
+            break
+        HD = H @ D
+        curvature = np.vdot(D, HD)
+        if not curvature > 0:
+            break
+        X = X + (rr / curvature) * D
+        R -= (rr / curvature) * HD
+        rr_new = np.vdot(R, R)
+        if np.sqrt(rr_new) <= bound:
+            R = B - H @ X  # confirm with the true residual, as pcg does
+            rr_new = np.vdot(R, R)
+        if np.sqrt(rr_new) < best:
+            best, X_best = np.sqrt(rr_new), X
+        D = R + (rr_new / rr) * D
+        rr = rr_new
+    return X_best
+
+
+# Block solves: "authors" follows SSWL.m, pcg(G, b, 1e-6, 5000) from 0 for W, W* and L (our W and
+# W* solves are preconditioned); "tight" solves W and W* to 1e-12 from the previous sweep's
+# solution and L exactly. Tolerances are relative residuals ‖b − Hx‖ ≤ tol ‖b‖.
+SOLVERS = ("authors", "tight")
+AUTHORS_TOL = 1e-6  # of the W and W* systems in Ã's coordinates, and of the L system
+AUTHORS_L_MAXITER = 5000  # SSWL.m's pcg limit
+CG_TOL = 1e-12  # "tight": of the whitened W and W* systems
 CG_MAXITER = 60  # then the dense float64 solve takes over
 REUSE_DL = 0.02  # keep a system's float32 factor while ‖L − L_factor‖_F ≤ REUSE_DL ‖L_factor‖_F …
+AUTHORS_REUSE_DL = 0.1  # … or this with "authors": to 1e-6 a stale factor costs fewer iterations …
 REUSE_MAXITER = 20  # … and CG with it converges within this many iterations
 # The W system's preconditioner by Woodbury's identity while nnz(P) ≤ this × m r: an LU of
 # nnz(P)² (2/3 nnz(P)³ flops) then costs less than the Cholesky factor of H_P ((m r)³/3).
@@ -223,14 +287,18 @@ class _SSWLProblem:
     rank r), W = T V with T = V_r Σ_r⁻¹, so H_M becomes (I⊗T)ᵀ H_M (I⊗T), the same matrix with
     Q in place of Ã (see the module docstring)."""
 
-    def __init__(self, A, P, U, S, alpha, beta, zeta, label_similarity="free"):
+    def __init__(self, A, P, U, S, alpha, beta, zeta, label_similarity="free", solver="authors"):
         self.A, self.P, self.U, self.S = A, P, U, sp.csr_matrix(S)
         self.St = self.S.T.tocsr()
         self.alpha, self.beta, self.zeta = float(alpha), float(beta), float(zeta)
         self.label_similarity = label_similarity
+        self.solver = solver
         self.n, self.p = A.shape
         self.m = P.shape[1]
         self.Q, self.T, self.r = self._basis(A)
+        # The "authors" solves measure residuals in Ã's coordinates, as SSWL.m's normal equations:
+        # there b − H vec(W) = V Σ R for the whitened residual R, and ‖T_i‖ = 1/σ_i.
+        self._sigma = 1.0 / np.linalg.norm(self.T, axis=0)
         # Per system: (mask M, data weights D) of H_M; warm starts (whitened); dense parts on demand.
         self._masks = {"P": (P, P + self.beta * U), "U": (U, (self.beta + self.zeta) * U)}
         self._start = dict.fromkeys(self._masks)
@@ -416,14 +484,23 @@ class _SSWLProblem:
         d = np.diagonal(c) ** 2  # pivots of H
         return c if d.min() > 100 * np.finfo(np.float32).eps * d.max() else None  # else ~singular
 
+    def _residual_norm(self, R: np.ndarray) -> float:
+        """Norm of a whitened residual R as the stopping rule of ``solver`` measures it."""
+        return np.linalg.norm(R if self.solver == "tight" else self._sigma[:, None] * R)
+
     def _pcg(self, key, b, V, L, prec, maxiter):
         """Preconditioned CG (Polak–Ribière form, as the float32 preconditioner is not exactly
-        linear) from V until ‖b − HV‖ ≤ CG_TOL ‖b‖, the residual recomputed at the end.
-        Returns (V, converged); at most ``maxiter`` iterations."""
-        bound = CG_TOL * np.linalg.norm(b)
-        R = b - self._hessian_times(key, V, L)
+        linear) from V (None: from 0) until ‖b − HV‖ ≤ tol ‖b‖ (``CG_TOL`` whitened, or
+        ``AUTHORS_TOL`` in Ã's coordinates), the residual recomputed at the end. Returns
+        (V, converged); at most ``maxiter`` iterations."""
+        norm = self._residual_norm
+        bound = (CG_TOL if self.solver == "tight" else AUTHORS_TOL) * norm(b)
+        if V is None:
+            V, R = np.zeros_like(b), b.copy()
+        else:
+            R = b - self._hessian_times(key, V, L)
         it = 0
-        while np.linalg.norm(R) > bound:
+        while norm(R) > bound:
             Z = prec(R)
             D, rz = Z, np.vdot(R, Z)
             while it < maxiter:
@@ -432,7 +509,7 @@ class _SSWLProblem:
                 step = rz / np.vdot(D, HD)
                 V = V + step * D
                 R -= step * HD
-                if np.linalg.norm(R) <= bound:
+                if norm(R) <= bound:
                     break
                 Zn = prec(R)
                 rzn = np.vdot(R, Zn)
@@ -466,10 +543,11 @@ class _SSWLProblem:
 
     def _solve(self, key: str, rhs: np.ndarray, L: np.ndarray) -> np.ndarray:
         """Coefficients (p × m) from the normal equations of block ``key``; rhs = Qᵀ(target)."""
-        V = np.zeros_like(rhs) if self._start[key] is None else self._start[key]
+        V = self._start[key] if self.solver == "tight" else None  # None: from 0
         prec, L_c = self._factors.get(key, (None, None))
         done = False
-        if prec is not None and np.linalg.norm(L - L_c) <= REUSE_DL * np.linalg.norm(L_c):
+        reuse = REUSE_DL if self.solver == "tight" else AUTHORS_REUSE_DL
+        if prec is not None and np.linalg.norm(L - L_c) <= reuse * np.linalg.norm(L_c):
             V, done = self._pcg(key, rhs, V, L, prec, REUSE_MAXITER)  # L barely moved: old factor
         if not done:
             prec = self._preconditioner(key, L)
@@ -504,8 +582,10 @@ class _SSWLProblem:
         O = self.P * (self.A @ W) + self.U * (self.A @ Ws)
         T = self.S @ O
         TtT, TtO = T.T @ T, T.T @ O
-        if self.label_similarity == "free":
+        if self.label_similarity == "free" and self.solver == "tight":
             return _solve_spd(TtT, TtO)
+        if self.label_similarity == "free":
+            return _cg_from_zero(TtT, TtO, AUTHORS_TOL, AUTHORS_L_MAXITER)
         try:
             Ln = scipy.linalg.solve_sylvester(TtT, TtT, TtO + TtO.T)
         except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
@@ -531,6 +611,9 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
     max_iter, tol : at most ``max_iter`` BCD sweeps; stop when the relative objective
         decrease of a sweep is below ``tol``.
     label_similarity : "free" (SSWL.m) or "symmetric" (L constrained symmetric; ours).
+    solver : "authors" (SSWL.m's: the W and W* systems from 0 to a relative residual of 1e-6,
+        preconditioned, and L by CG from 0 to 1e-6) or "tight" (W and W* to 1e-12, warm-started,
+        and L exactly: each step the exact block minimiser up to rounding).
     random_state, memory, knn_search : passed to the graph builder / graph cache (``knn_search``:
         "exact" or "approximate" neighbours of the instance graph).
 
@@ -551,6 +634,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         "max_iter": (positive_int, "a positive integer"),
         "tol": (nonneg, "a non-negative number"),
         "label_similarity": (lambda v: v in LABEL_SIMILARITY, f"one of {LABEL_SIMILARITY}"),
+        "solver": (lambda v: v in SOLVERS, f"one of {SOLVERS} (the block solves' accuracy)"),
         "knn_search": (lambda v: v in SEARCHES, f"one of {SEARCHES} (the instance graph's neighbour search)"),
     }
 
@@ -564,6 +648,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         max_iter=20,
         tol=1e-5,
         label_similarity="free",
+        solver="authors",
         random_state=0,
         memory=None,
         knn_search="exact",
@@ -576,6 +661,7 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.label_similarity = label_similarity
+        self.solver = solver
         self.random_state = random_state
         self.memory = memory
         self.knn_search = knn_search
@@ -607,7 +693,9 @@ class SSWL(ScoreThresholdMixin, MultiLabelClassifierMixin, BaseEstimator):
         self.active_ = np.isfinite(self.scale_)  # constant features drop out
         A = np.hstack([Xs[:, self.active_], np.ones((X.shape[0], 1))])
         P, U = weak_label_masks(Y, labelled)
-        return _SSWLProblem(A, P, U, self.graph_, self.alpha, self.beta, self.zeta, self.label_similarity)
+        return _SSWLProblem(
+            A, P, U, self.graph_, self.alpha, self.beta, self.zeta, self.label_similarity, self.solver
+        )
 
     @on_one_blas_thread
     def fit(self, X, Y):
