@@ -74,6 +74,12 @@ def test_benchmark_runs_each_pair_into_one_experiment_and_tabulates_it(first):
         assert (folder / "tables" / "rate_20" / f"avg_precision.{suffix}").is_file()
     status = pd.read_csv(folder / "tables" / "status.csv")
     assert list(status["status"]) == ["exact", "exact"]
+    for row in status.itertuples():  # each pair's time: its trials' fit + predict seconds
+        frame = trials[row.method]
+        assert row.trials == len(frame)
+        assert row.trial_seconds == pytest.approx(
+            (frame["fit_seconds"] + frame["predict_seconds"]).sum(), abs=0.06
+        )
     page = (folder / "report.html").read_text()
     assert page.index('id="means"') < page.index('id="verdicts"') < page.index("<details")
     assert "ML-MRRW" in page and "benchmark-ssl-quick" in page

@@ -59,7 +59,9 @@ def job_runs(out: Path, status: str = "FINISHED", described: bool = False) -> in
     except Exception:  # the sweep is still creating the store or the experiment
         return 0
     return sum(
-        r.info.status == status and r.data.tags.get("kind") != "sweep" and (bool(r.data.params) or not described)
+        r.info.status == status
+        and r.data.tags.get("kind") != "sweep"
+        and (bool(r.data.params) or not described)
         for r in runs
     )
 

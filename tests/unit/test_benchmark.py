@@ -328,7 +328,14 @@ def test_launcher_overrides_reach_the_sweeps_not_the_pre_run_checks(builtin_only
 def _trials(rates_reps, value):
     return pd.DataFrame(
         [
-            {"rate": r, "repetition": k, "status": "ok", "avg_precision": value + k / 100}
+            {
+                "rate": r,
+                "repetition": k,
+                "status": "ok",
+                "avg_precision": value + k / 100,
+                "fit_seconds": 1.0 + k,
+                "predict_seconds": 0.5,
+            }
             for r, k in rates_reps
         ]
     )
@@ -362,7 +369,22 @@ def test_scores_merge_a_pairs_runs_newest_first_and_pair_on_seed_and_repetition(
     mine = scores[scores.method == "mlmrrw"].set_index(["rate", "repetition"])["avg_precision"]
     # the exact runs only (the plan ran it exact); 0.2 from the newest run, 0.1 from the older
     assert mine.to_dict() == {(0.1, "0:0"): 0.5, (0.2, "0:0"): 0.8, (0.2, "0:1"): 0.81}
-    assert how[("emotions", "mlmrrw")] == {"scalable": False, "runs": ["new", "old"]}
+    # trials' seconds: fit 1 + k, predict 0.5, for (0.2, 0), (0.2, 1) of "new" and (0.1, 0) of "old"
+    assert how[("emotions", "mlmrrw")] == {
+        "scalable": False,
+        "runs": ["new", "old"],
+        "trials": 3,
+        "seconds": 5.5,
+    }
+    status = report.status_table(p, how)
+    assert status[["method", "trials", "trial_seconds"]].values.tolist() == [
+        ["mlmrrw", 3, 5.5],
+        ["mlknn", 2, 3.0],
+    ]
+    p.pairs.append(plan.Pair("scene", "mlknn", "ssl", SKIPPED, why="needs ~9 GB"))
+    times = report.time_table(p, report.status_table(p, {k: v for k, v in how.items() if k[1] == "mlmrrw"}))
+    assert times["columns"] == ["data set", "ML-MRRW", "MLkNN"]
+    assert times["rows"] == [["emotions", "6 s (3)", "not finished"], ["scene", "", "cannot run"]]
     assert set(scores[scores.method == "mlknn"]["repetition"]) == {"1:0"}  # another seed: another split
     p.pairs[0] = plan.Pair("emotions", "mlmrrw", "ssl", SCALABLE, ("method.solver=nystrom",))
     scores, how = report.read_scores(p, runs, ["avg_precision"])

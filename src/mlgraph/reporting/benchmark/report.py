@@ -59,9 +59,10 @@ def finished_runs(uri: str, experiment: str) -> pd.DataFrame:
 
 def read_scores(plan: BenchmarkPlan, runs: pd.DataFrame, metrics: Sequence[str]) -> tuple[pd.DataFrame, dict]:
     """The long table of every successful trial of the plan's (data set, method) pairs: one row
-    per (dataset, method, rate, repetition) with the metrics, the repetition keyed
+    per (dataset, method, rate, repetition) with the metrics and the trial's fit + predict
+    ``seconds``, the repetition keyed
     ``"<seed>:<repetition>"`` (a split is drawn from both, so only equal keys pair); and, per
-    pair, whether it ran under the scalable settings and its run ids. Where a pair has several
+    pair, whether it ran under the scalable settings, its run ids, its trials and their seconds. Where a pair has several
     finished runs (another call with other rates, say) their trials are merged, the newest run
     winning each (rate, repetition), among the runs that ran as the plan decides (exact, or
     under the scalable settings) where there are such runs."""
@@ -93,16 +94,19 @@ def read_scores(plan: BenchmarkPlan, runs: pd.DataFrame, metrics: Sequence[str])
         if not tables:
             continue
         merged = pd.concat(tables, ignore_index=True).drop_duplicates(["rate", "repetition"], keep="first")
+        merged["seconds"] = sum(merged.get(c, 0.0) for c in ("fit_seconds", "predict_seconds"))
         frames.append(merged)
         how[(dataset, method)] = {
             "scalable": bool(group["scalable"].iloc[0]),
             "runs": list(group["run_id"]),
+            "trials": len(merged),
+            "seconds": float(merged["seconds"].sum()),
         }
     if not frames:
         return pd.DataFrame(columns=[*KEYS, *metrics]), how
     scores = pd.concat(frames, ignore_index=True)
     present = [m for m in metrics if m in scores]
-    scores = scores[[*KEYS, *present]]
+    scores = scores[[*KEYS, *present, "seconds"]]
     scores["rate"] = scores["rate"].astype(float).round(10)
     order = {name: i for i, name in enumerate([*plan.datasets, *plan.methods])}  # the plan's order
     scores = scores.sort_values(["dataset", "method"], key=lambda c: c.map(order), kind="stable")
@@ -441,7 +445,7 @@ def _figures(comparison, folder: Path, out: Path) -> list:
 
 def status_table(plan: BenchmarkPlan, how: dict) -> pd.DataFrame:
     """One row per (data set, method) of the plan: its protocol, how it ran (or why not), the
-    scalable overrides, and its runs."""
+    scalable overrides, its runs, and its trials with their summed fit + predict seconds."""
     rows = []
     for pair in plan.pairs:
         ran = how.get((pair.dataset, pair.method))
@@ -460,11 +464,37 @@ def status_table(plan: BenchmarkPlan, how: dict) -> pd.DataFrame:
                 "needs_gb": pair.needs_gb if pair.needs_gb is not None else "",
                 "why": pair.why,
                 "runs": ",".join(ran["runs"]) if ran else "",
+                "trials": ran["trials"] if ran else 0,
+                "trial_seconds": round(ran["seconds"], 1) if ran else "",
             }
         )
-    return pd.DataFrame(
-        rows, columns=["dataset", "method", "protocol", "status", "overrides", "needs_gb", "why", "runs"]
-    )
+    columns = ["dataset", "method", "protocol", "status", "overrides", "needs_gb", "why", "runs"]
+    return pd.DataFrame(rows, columns=[*columns, "trials", "trial_seconds"])
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 100 else f"{seconds / 60:.1f} min"
+
+
+def time_table(plan: BenchmarkPlan, status: pd.DataFrame) -> dict:
+    """Data set × method: the trials' summed fit + predict time of each pair that ran (the time
+    one core spent on it; jobs run side by side), or how it did not run."""
+    from mlgraph.evaluation.figures import method_label
+
+    cells = {(r.dataset, r.method): r for r in status.itertuples()}
+    rows = []
+    for dataset in dict.fromkeys(p.dataset for p in plan.pairs):
+        row = [dataset]
+        for method in plan.methods:
+            r = cells.get((dataset, method))
+            if r is None:
+                row.append("")
+            elif r.trials:
+                row.append(f"{_duration(float(r.trial_seconds))} ({r.trials})")
+            else:
+                row.append("cannot run" if r.status == "cannot run" else "not finished")
+        rows.append(row)
+    return {"columns": ["data set", *(method_label(m) for m in plan.methods)], "rows": rows}
 
 
 PROTOCOL_WORDS = {
@@ -554,6 +584,7 @@ def write_report(
         verdicts=verdicts,
         sections=sections,
         skipped=[[r.method, r.dataset, r.why] for r in skipped.itertuples()],
+        times=time_table(plan, status),
         dagger=DAGGER,
         any_scalable=any(v["scalable"] for v in how.values()),
         commands=commands(runner, log_entries) if runner is not None else [],
