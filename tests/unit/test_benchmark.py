@@ -424,3 +424,24 @@ def test_cells_are_marked_for_the_scalable_settings_and_say_why_a_pair_could_not
     row_b = next(r for r in means["rows"] if r["label"] == "b")
     assert [c["text"] for c in row_b["cells"]] == ["0.810 ± 0.010", "0.710 ± 0.010", "needs ~1,365 GB"]
     assert row_b["cells"][0]["mark"] == "†" and row_b["cells"][2]["title"].startswith("method sswl")
+
+
+def test_a_warning_of_the_checks_is_shown_once_not_once_per_method(monkeypatch):
+    import warnings
+
+    from mlgraph.data import DataWarning
+    from mlgraph.engine import experiment, memory
+
+    def prepare(cfg):
+        warnings.warn("genbase: 1073 of 1185 features are constant", DataWarning, stacklevel=1)
+        return object()
+
+    monkeypatch.setattr(experiment, "prepare", prepare)
+    monkeypatch.setattr(memory, "check_memory", lambda cfg, plan, budget: None)
+    composer = plan.Composer(None, 10.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for method in ("mlmrrw", "mlknn", "gfhf"):
+            composer.check([f"method={method}", "dataset=emotions"])
+    assert [str(w.message) for w in caught] == ["genbase: 1073 of 1185 features are constant"]
+    assert caught[0].category is DataWarning

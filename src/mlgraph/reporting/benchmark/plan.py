@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -292,11 +293,13 @@ class Composer:
     """Composes a run's config as ``mlgraph run`` does (the package's configs, a ``--config-dir``
     on the search path) and checks it as a run would before its trials: every key, the data,
     the trials, the estimator (:func:`mlgraph.engine.experiment.prepare`) and its memory
-    (:func:`mlgraph.engine.memory.check_memory`)."""
+    (:func:`mlgraph.engine.memory.check_memory`). A warning the checks raise (a data set's
+    constant features, say) is shown once, not once per method that loads the data set."""
 
     def __init__(self, config_dir: str | None, budget: float):
         self.config_dir = config_dir
         self.budget = budget
+        self._warned: set[tuple[type, str]] = set()
 
     def check(self, overrides: Sequence[str]) -> None:
         from hydra import compose, initialize_config_dir
@@ -313,9 +316,15 @@ class Composer:
         level = quiet.level
         quiet.setLevel(logging.WARNING)  # each check loads its data: no line per load
         try:
-            plan = prepare(cfg)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                plan = prepare(cfg)
         finally:
             quiet.setLevel(level)
+            for w in caught:
+                if (w.category, str(w.message)) not in self._warned:
+                    self._warned.add((w.category, str(w.message)))
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         check_memory(cfg, plan, self.budget)
 
 
