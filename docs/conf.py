@@ -39,7 +39,13 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "examples"]  # examples/: the gallery's sources
+exclude_patterns = [
+    "_build",
+    "_published",
+    "Thumbs.db",
+    ".DS_Store",
+    "examples",
+]  # examples/: the gallery's sources
 
 # --- MyST ------------------------------------------------------------------------------------
 myst_enable_extensions = ["colon_fence", "deflist", "dollarmath", "fieldlist", "smartquotes"]
@@ -92,6 +98,9 @@ sphinx_gallery_conf = {
 html_theme = "pydata_sphinx_theme"
 html_title = f"mlgraph {release}"
 html_static_path = ["_static"]
+# The published reports (docs/results/): each a self-contained page, copied as it is, served at
+# /published/<name>/report.html.
+html_extra_path = ["_published"]
 html_css_files = ["custom.css"]
 html_theme_options = {
     "navbar_align": "left",
