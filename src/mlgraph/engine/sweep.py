@@ -225,7 +225,8 @@ def signal_delay(timeout_min: float, signal_delay_s: int) -> int:
     return most
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """``seconds`` as a person reads it: "42 s", "3 min 05 s", "1 h 02 min"."""
     seconds = int(round(seconds))
     if seconds < 60:
         return f"{seconds} s"
@@ -297,8 +298,8 @@ class SweepProgress:
         return (
             f"[sweep] {self.done}{of} jobs done"
             + (f" ({extra})" if extra else "")
-            + f", {_duration(time.monotonic() - self.started)} elapsed"
-            + ("" if left is None else f", about {_duration(left)} left")
+            + f", {duration(time.monotonic() - self.started)} elapsed"
+            + ("" if left is None else f", about {duration(left)} left")
         )
 
     def poll(self) -> None:

@@ -472,13 +472,10 @@ def status_table(plan: BenchmarkPlan, how: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*columns, "trials", "trial_seconds"])
 
 
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 100 else f"{seconds / 60:.1f} min"
-
-
 def time_table(plan: BenchmarkPlan, status: pd.DataFrame) -> dict:
     """Data set × method: the trials' summed fit + predict time of each pair that ran (the time
     one core spent on it; jobs run side by side), or how it did not run."""
+    from mlgraph.engine.sweep import duration
     from mlgraph.evaluation.figures import method_label
 
     cells = {(r.dataset, r.method): r for r in status.itertuples()}
@@ -490,7 +487,7 @@ def time_table(plan: BenchmarkPlan, status: pd.DataFrame) -> dict:
             if r is None:
                 row.append("")
             elif r.trials:
-                row.append(f"{_duration(float(r.trial_seconds))} ({r.trials})")
+                row.append(f"{duration(float(r.trial_seconds))} ({r.trials})")
             else:
                 row.append("cannot run" if r.status == "cannot run" else "not finished")
         rows.append(row)
