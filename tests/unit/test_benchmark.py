@@ -57,6 +57,8 @@ def test_shipped_suites_read_as_documented():
     assert set(supervised.methods) == {
         "ml2", "br", "clr", "ecc", "rakel", "mlknn", "mlrbf", "bpmll", "ranksvm", "mlmr", "mlmrrw"
     }  # fmt: skip
+    assert supervised.methods[0] == supervised.reference  # a call stopped early has the reference …
+    assert supervised.methods[-2:] == ("bpmll", "ranksvm")  # … and the slowest run last
     assert supervised.quick.protocol == "halves" and supervised.rates is None
 
 
