@@ -207,11 +207,13 @@ def test_sigkill_of_a_sweeps_main_process_leaves_no_orphan_and_no_running_run(tm
     family = descendants(proc.pid)
     assert family, "the sweep had no worker processes"
     proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=60)
+    _, stderr = proc.communicate(timeout=60)
     wait_for(lambda: not alive(family), timeout=60, what="the workers to exit")
     _, runs = all_runs(tmp_path)
     jobs = [r for r in runs if r.data.tags.get("kind") != "sweep"]
-    assert len(jobs) == 2 and all(r.info.status == "KILLED" for r in jobs)
+    seen = [(r.info.status, r.data.tags.get("interrupted"), r.data.tags.get("error")) for r in jobs]
+    logs = "".join(p.read_text() for p in tmp_path.rglob("*.log"))
+    assert len(jobs) == 2 and all(r.info.status == "KILLED" for r in jobs), (seen, stderr[-3000:], logs[-5000:])
     (parent,) = [r for r in runs if r.data.tags.get("kind") == "sweep"]
     assert parent.info.status == "KILLED"  # closed by its jobs, as the main process could not
 
