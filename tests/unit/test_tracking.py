@@ -107,3 +107,25 @@ def test_experiments_open_in_the_model_training_view(tmp_path):
     assert "mlflow.experimentKind" not in client.get_experiment(older).tags
     setup_experiment(uri, "made_by_mlflow")
     assert client.get_experiment(older).tags["mlflow.experimentKind"] == "custom_model_development"
+
+
+def test_provenance_reads_git_without_writing_its_index(tmp_path):
+    """A stale index makes a plain ``git status`` rewrite it under ``.git/index.lock``; the
+    run's provenance must not, as a git killed with its job would leave the lock behind."""
+    import os
+    import subprocess
+
+    from mlgraph.tracking.store import _git
+
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "f").write_text("a\n")
+    subprocess.run([*git, "add", "f"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=tmp_path, check=True)
+    os.utime(tmp_path / "f", (1_577_836_800, 1_577_836_800))  # stat data no longer matches the index
+    index = tmp_path / ".git" / "index"
+    os.utime(index, (1_600_000_000, 1_600_000_000))
+    assert _git("status", "--porcelain", cwd=tmp_path) == ""
+    assert index.stat().st_mtime == 1_600_000_000
+    subprocess.run(["git", "status", "--porcelain"], cwd=tmp_path, check=True, capture_output=True)
+    assert index.stat().st_mtime != 1_600_000_000  # the case guarded against: plain status rewrites it

@@ -294,11 +294,18 @@ def config_hash(cfg: DictConfig) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
 
 
+_SOURCE_TREE = Path(__file__).resolve().parents[3]
+
+
 @functools.cache
-def _git(*args: str) -> str:
-    root = Path(__file__).resolve().parents[3]
+def _git(*args: str, cwd: Path = _SOURCE_TREE) -> str:
+    """``git args`` in the source tree, or "unknown". Without optional locks: ``git status``
+    would otherwise refresh the index under ``.git/index.lock``, which a git killed with its
+    job (a signal while the run opens, the timeout) leaves behind to block the user's commits."""
     try:
-        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            ["git", "--no-optional-locks", *args], cwd=cwd, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.strip() if out.returncode == 0 else "unknown"
