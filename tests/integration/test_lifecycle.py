@@ -213,7 +213,11 @@ def test_sigkill_of_a_sweeps_main_process_leaves_no_orphan_and_no_running_run(tm
     jobs = [r for r in runs if r.data.tags.get("kind") != "sweep"]
     seen = [(r.info.status, r.data.tags.get("interrupted"), r.data.tags.get("error")) for r in jobs]
     logs = "".join(p.read_text() for p in tmp_path.rglob("*.log"))
-    assert len(jobs) == 2 and all(r.info.status == "KILLED" for r in jobs), (seen, stderr[-3000:], logs[-5000:])
+    assert len(jobs) == 2 and all(r.info.status == "KILLED" for r in jobs), (
+        seen,
+        stderr[-3000:],
+        logs[-5000:],
+    )
     (parent,) = [r for r in runs if r.data.tags.get("kind") == "sweep"]
     assert parent.info.status == "KILLED"  # closed by its jobs, as the main process could not
 
