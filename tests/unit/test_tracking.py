@@ -1,12 +1,15 @@
 """Tracking helpers and the hyper-parameter selection rule, on a throwaway SQLite store."""
 
+import os
+import subprocess
+
 import mlflow
 import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
 from mlgraph.reporting.hparams import hparams_yaml, select
-from mlgraph.tracking.store import config_params, flatten, log_batch, log_dataset, setup_experiment
+from mlgraph.tracking.store import _git, config_params, flatten, log_batch, log_dataset, setup_experiment
 
 
 @pytest.fixture
@@ -112,11 +115,6 @@ def test_experiments_open_in_the_model_training_view(tmp_path):
 def test_provenance_reads_git_without_writing_its_index(tmp_path):
     """A stale index makes a plain ``git status`` rewrite it under ``.git/index.lock``; the
     run's provenance must not, as a git killed with its job would leave the lock behind."""
-    import os
-    import subprocess
-
-    from mlgraph.tracking.store import _git
-
     git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     (tmp_path / "f").write_text("a\n")
