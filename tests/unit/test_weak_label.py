@@ -330,6 +330,25 @@ def test_label_step_cg_from_zero_matches_closed_forms():
     np.testing.assert_array_equal(weak_label._cg_from_zero(H, 0 * B, 1e-6, 5000), 0 * B)
 
 
+@pytest.mark.parametrize("columns", [None, 3])
+def test_dense_fallback_survives_an_svd_that_does_not_converge(columns, monkeypatch):
+    """A singular PSD system whose ``gelsd`` fails (as on genbase, with a finite H) still gets
+    the minimum-norm least-squares solution, here against an independent ``pinv``; the
+    eigenvalues at rounding level (H's null space) are cut as ``gelsd`` would."""
+    rng = np.random.default_rng(1)
+    basis = np.linalg.qr(rng.normal(size=(7, 4)))[0]
+    H = basis @ np.diag([1e-3, 1.0, 4.0, 9.0]) @ basis.T  # rank 4 of 7
+    b = rng.normal(size=7 if columns is None else (7, columns))
+
+    def no_convergence(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge in Linear Least Squares")
+
+    monkeypatch.setattr(weak_label.scipy.linalg, "lstsq", no_convergence)
+    x = weak_label._solve_spd(H, b)
+    np.testing.assert_allclose(x, np.linalg.pinv(H, rcond=1e-10) @ b, rtol=1e-9, atol=1e-12)
+    assert x.shape == b.shape
+
+
 # objective_ of SSWL(alpha=6.4, tol=0, max_iter=8) on _problem(n=150, d=5, q=4, frac=0.1,
 # seed=8), fitted with the block solves before ``solver`` existed (now solver="tight").
 TIGHT_OBJECTIVE = [

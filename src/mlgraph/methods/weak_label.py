@@ -227,11 +227,19 @@ def _smoothness_coefficients(L: np.ndarray, alpha: float) -> np.ndarray:
 
 
 def _solve_spd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Exact minimiser of ½xᵀHx − bᵀx for symmetric PSD H: Cholesky, or minimum-norm lstsq."""
+    """Exact minimiser of ½xᵀHx − bᵀx for symmetric PSD H: Cholesky, or the minimum-norm
+    least-squares solution (``gelsd``; if its SVD does not converge, as on some genbase trials
+    with a finite H, from the eigendecomposition with ``gelsd``'s cut-off, eps · the largest)."""
     try:
         return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=False), b, check_finite=False)
     except np.linalg.LinAlgError:
+        pass
+    try:
         return scipy.linalg.lstsq(H, b, check_finite=False)[0]
+    except np.linalg.LinAlgError:
+        w, V = scipy.linalg.eigh(H, check_finite=False)
+        keep = np.abs(w) > np.finfo(float).eps * np.abs(w).max()
+        return V[:, keep] @ ((V[:, keep].T @ b) / (w[keep] if b.ndim == 1 else w[keep, None]))
 
 
 def _cg_from_zero(H: np.ndarray, B: np.ndarray, tol: float, maxiter: int) -> np.ndarray:
