@@ -128,6 +128,7 @@ class _Pool:
     size: int
     workers: list[_Worker] = field(default_factory=list)
     started: int = 0
+    grace: float = 10.0  # seconds a busy worker has to end after an interruption
 
     def idle(self) -> _Worker | None:
         for worker in list(self.workers):
@@ -163,16 +164,23 @@ class _Pool:
                 self.workers.remove(worker)
         return done
 
-    def close(self) -> None:
+    def close(self) -> list[tuple[int, str]]:
         """End every worker: idle ones by closing their pipes, busy ones (after an interruption,
-        once they were given the signal) by SIGKILL if they have not exited within 10 s."""
+        once they were given the signal) by SIGKILL if they have not exited within ``grace`` (e.g.
+        still inside a long BLAS call, where Python's signal handler has not run yet). Returns
+        (job number, how its process ended) of each job still running, whose run its process
+        may have left RUNNING."""
         for worker in self.workers:
             worker.conn.close()
+        ended = []
         for worker in self.workers:
-            worker.process.join(timeout=10)
+            worker.process.join(timeout=self.grace)
             if worker.process.is_alive():
                 worker.process.kill()
                 worker.process.join()
+            if worker.job is not None:
+                ended.append((worker.job[0], death_cause(worker.process.exitcode)))
+        return ended
 
 
 def _dead_job_return(overrides: list[str], message: str) -> JobReturn:
@@ -184,7 +192,7 @@ def _dead_job_return(overrides: list[str], message: str) -> JobReturn:
 def launch(launcher, job_overrides, initial_job_idx: int) -> list[JobReturn]:
     """Run every job of a batch, at most ``launcher.n_jobs`` at once (joblib's meaning: -1 is
     every core), each in a worker process; return their JobReturns in job order."""
-    from mlgraph.engine.sweep import close_dead_job
+    from mlgraph.engine.sweep import close_dead_job, close_left_running_job
 
     setup_globals()
     config = launcher.config
@@ -223,7 +231,8 @@ def launch(launcher, job_overrides, initial_job_idx: int) -> list[JobReturn]:
                     f", its run {run_id} is KILLED" if run_id else "",
                 )
     finally:
-        pool.close()
+        for idx, cause in pool.close():  # a run its job could not close ends KILLED, not RUNNING
+            close_left_running_job(idx, cause)
     if dead:
         message = _dead_message(dead, len(job_overrides))
         for idx, overrides, *_ in dead:

@@ -96,6 +96,13 @@ def close_dead_job(job_num: int, overrides, cause: str) -> str | None:
     return run_id
 
 
+def close_left_running_job(job_num: int, cause: str) -> None:
+    """Called by the sweep's process for each job still running when an interruption ended the
+    sweep: if the job's process ended (``cause``) before it closed its run, mark the run KILLED;
+    a run the job closed itself is left as it is."""
+    _kill_dead_run(job_num, cause)
+
+
 def _kill_dead_run(job_num: int, cause: str) -> str | None:
     import mlflow
 
