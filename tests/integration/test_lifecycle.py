@@ -193,6 +193,38 @@ def test_interrupted_sweep_resumes_with_every_job_finished_once(tmp_path):
     assert parent.data.tags["best_run"] in set(table.run_name)
 
 
+def test_a_run_reopened_by_another_sweep_counts_in_that_sweep(tmp_path):
+    """A job interrupted in one sweep and finished by a resume within a different sweep (more
+    values, as `mlgraph benchmark` with another dataset= list) is that sweep's child and counts
+    among its finished jobs."""
+    common = [
+        "dataset=emotions",
+        "protocol.repeats=30",
+        "protocol.rates=[0.5]",
+        "progress=false",
+        "tracking.checkpoint_seconds=0",
+    ]
+    proc = start([*common, "method.nu2=0"], tmp_path, multirun=True)
+    wait_for(
+        lambda: job_runs(tmp_path, "RUNNING", described=True) or proc.poll() is not None, what="the job's run"
+    )
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=120)
+    (killed,) = [r for r in all_runs(tmp_path)[1] if r.data.tags.get("kind") != "sweep"]
+    assert killed.info.status == "KILLED"
+
+    code, stdout, stderr = run([*common, "method.nu2=0,0.1", "resume=true"], tmp_path, multirun=True)
+    assert code == 0, stderr[-3000:]
+    assert "2 of 2 jobs finished" in stdout
+    _, runs = all_runs(tmp_path)
+    parents = sorted((r for r in runs if r.data.tags.get("kind") == "sweep"), key=lambda r: r.info.start_time)
+    assert [p.info.status for p in parents] == ["KILLED", "FINISHED"]
+    assert parents[1].data.tags["jobs_finished"] == "2"
+    reopened = [r for r in runs if r.info.run_id == killed.info.run_id][0]
+    assert reopened.info.status == "FINISHED"
+    assert reopened.data.tags["mlflow.parentRunId"] == parents[1].info.run_id
+
+
 def test_sigkill_of_a_sweeps_main_process_leaves_no_orphan_and_no_running_run(tmp_path):
     sweep = [
         "dataset=yeast",

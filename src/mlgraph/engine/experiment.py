@@ -254,6 +254,8 @@ def _tracked(
         reopened = previous is not None and "interrupted" in previous.data.tags
         if previous is not None:
             tags["resumed_trials"] = str(len(done))
+            if job.parent_run_id:  # reopened by another sweep (other jobs beside it): it counts there
+                tags["mlflow.parentRunId"] = job.parent_run_id
             if reopened:  # a reopened run is no longer interrupted
                 tags["resumed_after"] = previous.data.tags["interrupted"]
             log.info(
