@@ -91,19 +91,14 @@ def close_dead_job(job_num: int, overrides, cause: str) -> str | None:
     """Called by the sweep's process when job ``job_num``'s process died without closing its run
     (SIGKILL, out of memory, a crash): mark that run KILLED with a note saying how the process
     died, and remember the job for the parent run. Returns the run's id (None: it had no run yet)."""
-    run_id = _kill_dead_run(job_num, cause)
+    run_id = close_left_running_job(job_num, cause)
     DEAD_JOBS.append((job_num, tuple(overrides), cause, run_id))
     return run_id
 
 
-def close_left_running_job(job_num: int, cause: str) -> None:
-    """Called by the sweep's process for each job still running when an interruption ended the
-    sweep: if the job's process ended (``cause``) before it closed its run, mark the run KILLED;
-    a run the job closed itself is left as it is."""
-    _kill_dead_run(job_num, cause)
-
-
-def _kill_dead_run(job_num: int, cause: str) -> str | None:
+def close_left_running_job(job_num: int, cause: str) -> str | None:
+    """If job ``job_num``'s process ended (``cause``) leaving its run RUNNING, mark the run KILLED
+    with a note (a run the job closed itself is left as it is). Returns the run's id, if any."""
     import mlflow
 
     parent, sweep_id = os.environ.get(ENV_PARENT), os.environ.get(ENV_SWEEP)

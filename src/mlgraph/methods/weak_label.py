@@ -239,7 +239,7 @@ def _solve_spd(H: np.ndarray, b: np.ndarray) -> np.ndarray:
     except np.linalg.LinAlgError:
         w, V = scipy.linalg.eigh(H, check_finite=False)
         keep = np.abs(w) > np.finfo(float).eps * np.abs(w).max()
-        return V[:, keep] @ ((V[:, keep].T @ b) / (w[keep] if b.ndim == 1 else w[keep, None]))
+        return (V[:, keep] / w[keep]) @ (V[:, keep].T @ b)
 
 
 def _cg_from_zero(H: np.ndarray, B: np.ndarray, tol: float, maxiter: int) -> np.ndarray:
